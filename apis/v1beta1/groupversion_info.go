@@ -1,0 +1,25 @@
+// Package v1beta1 is the second Task API: runners and retries restructured, scheduling in
+// its simplest form. It is served, converted through v1, and never stored.
+// +kubebuilder:object:generate=true
+// +groupName=example.com
+package v1beta1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of the objects in this package.
+	GroupVersion = schema.GroupVersion{Group: "example.com", Version: "v1beta1"}
+
+	// SchemeBuilder registers the types of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func init() {
+	SchemeBuilder.Register(&Task{}, &TaskList{})
+}

@@ -1,0 +1,97 @@
+// Package fuzzer fills Task objects of every version with random but well-formed content for
+// round-trip tests. Random values are kept inside what the API schema admits wherever the
+// schema would reject them anyway (enums, required non-empty strings, non-negative counts).
+package fuzzer
+
+import (
+	"math/rand"
+
+	apifuzzer "k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/randfill"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/apis/v1beta1"
+)
+
+// Funcs are the custom fill functions for the Task API of every version.
+var Funcs = apifuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, taskFuncs)
+
+// New returns a filler seeded with seed.
+func New(seed int64) *randfill.Filler {
+	return apifuzzer.FuzzerFor(Funcs, rand.NewSource(seed), runtimeserializer.CodecFactory{})
+}
+
+func taskFuncs(_ runtimeserializer.CodecFactory) []interface{} {
+	return []interface{}{
+		func(r *taskv1.Runner, c randfill.Continue) {
+			c.FillNoCustom(r)
+			r.Type = pick(c, taskv1.RunnerShell, taskv1.RunnerHTTP)
+		},
+		func(s *taskv1.ShellRunner, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Script = nonEmpty(c, s.Script)
+		},
+		func(h *taskv1.HTTPRunner, c randfill.Continue) {
+			c.FillNoCustom(h)
+			h.URL = nonEmpty(c, h.URL)
+		},
+		func(s *taskv1.Schedule, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Cron = nonEmpty(c, s.Cron)
+		},
+		func(j *taskv1.JobReference, c randfill.Continue) {
+			c.FillNoCustom(j)
+			j.Name = nonEmpty(c, j.Name)
+		},
+		func(s *taskv1.TaskStatus, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Attempts = nonNegative(s.Attempts)
+			s.MissedRuns = nonNegative(s.MissedRuns)
+		},
+		func(s *v1beta1.Runner, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Type = pick(c, v1beta1.RunnerType("Shell"), v1beta1.RunnerType("HTTP"))
+		},
+		func(s *v1beta1.ShellRunner, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Script = nonEmpty(c, s.Script)
+		},
+		func(h *v1beta1.HTTPRunner, c randfill.Continue) {
+			c.FillNoCustom(h)
+			h.URL = nonEmpty(c, h.URL)
+		},
+		func(s *v1beta1.TaskStatus, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Attempts = nonNegative(s.Attempts)
+		},
+		func(s *v1alpha1.TaskSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Type = pick(c, v1alpha1.TaskType("shell"), v1alpha1.TaskType("http"))
+		},
+		func(s *v1alpha1.TaskStatus, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.RetryCount = nonNegative(s.RetryCount)
+		},
+	}
+}
+
+func pick[T any](c randfill.Continue, choices ...T) T {
+	return choices[c.Intn(len(choices))]
+}
+
+func nonEmpty(c randfill.Continue, s string) string {
+	if s != "" {
+		return s
+	}
+	return "x" + c.String(8)
+}
+
+func nonNegative(n int32) int32 {
+	if n < 0 {
+		return -(n + 1)
+	}
+	return n
+}
