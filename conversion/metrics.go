@@ -1,0 +1,34 @@
+package conversion
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskoperator_conversion_requests_total",
+		Help: "ConversionReview requests served, by desired version and result (success, failure, malformed).",
+	}, []string{"to", "result"})
+
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "taskoperator_conversion_request_duration_seconds",
+		Help:    "Time to serve one ConversionReview, by desired version.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+	}, []string{"to"})
+
+	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskoperator_conversion_objects_total",
+		Help: "Objects converted, by source and target version and result.",
+	}, []string{"from", "to", "result"})
+
+	objectDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "taskoperator_conversion_object_duration_seconds",
+		Help:    "Time to convert one object, by source and target version.",
+		Buckets: prometheus.ExponentialBuckets(0.000005, 4, 10),
+	}, []string{"from", "to"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(requestsTotal, requestDuration, objectsTotal, objectDuration)
+}
