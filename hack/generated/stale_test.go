@@ -1,0 +1,49 @@
+// Package generated_test fails when generated code or manifests no longer match their sources:
+// run `make generate manifests` and commit the result.
+package generated_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file string
+		args []string
+	}{
+		{"apis/v1/zz_generated.deepcopy.go", []string{"object", "paths=./apis/v1", "output:object:stdout"}},
+		{"apis/v1beta1/zz_generated.deepcopy.go", []string{"object", "paths=./apis/v1beta1", "output:object:stdout"}},
+		{"apis/v1alpha1/zz_generated.deepcopy.go", []string{"object", "paths=./apis/v1alpha1", "output:object:stdout"}},
+		{"config/crd/bases/example.com_tasks.yaml", []string{"crd", "paths=./apis/...", "output:crd:stdout"}},
+		{"config/webhook/manifests.yaml", []string{"webhook", "paths=./webhook/...", "output:webhook:stdout"}},
+		{"config/rbac/role.yaml", []string{"rbac:roleName=manager-role", "paths=./reconciler/...", "paths=./cmd/...", "output:rbac:stdout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("go", append([]string{"tool", "controller-gen"}, tt.args...)...)
+			cmd.Dir = root
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			want, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("controller-gen %v: %v\n%s", tt.args, err, stderr.String())
+			}
+			have, err := os.ReadFile(filepath.Join(root, tt.file))
+			if err != nil {
+				t.Fatalf("%v (run make generate manifests)", err)
+			}
+			if !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(have)) {
+				t.Errorf("%s is stale: run `make generate manifests` and commit the result", tt.file)
+			}
+		})
+	}
+}
