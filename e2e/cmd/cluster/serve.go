@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"example.com/task-operator/e2e/controlplane"
+)
+
+// serve is the daemon: it runs the control plane until SIGTERM (from down)
+// or until a component dies, and stops everything either way.
+func serve(args []string) error {
+	var nodes int
+	var timeout time.Duration
+	dir, err := stateFlags(serveCommand, args, func(fs *flag.FlagSet) {
+		fs.IntVar(&nodes, "nodes", 1, "number of fake nodes")
+		fs.DurationVar(&timeout, "timeout", 3*time.Minute, "start-up timeout")
+	})
+	if err != nil {
+		return err
+	}
+	// Ask for the signals before starting, so that a `down` racing the
+	// start-up still gets a clean Stop.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Full:         true,
+		Nodes:        nodes,
+		Dir:          filepath.Join(dir, runDir),
+		LogDir:       filepath.Join(dir, logDir),
+		StartTimeout: timeout,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop: %v\n", err)
+		}
+		fmt.Fprintln(os.Stderr, "cluster stopped")
+	}()
+	if err := publish(dir, cp); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "cluster ready in %s: pids %v\n", cp.StartedIn.Round(time.Millisecond), cp.PIDs())
+	return watch(ctx, cp)
+}
+
+// publish writes what `up` and `down` read; the ready file comes last
+// because `up` takes it as the signal that the kubeconfig is in place.
+func publish(dir string, cp *controlplane.ControlPlane) error {
+	if err := cp.WriteKubeconfig(filepath.Join(dir, kubeconfigFile)); err != nil {
+		return err
+	}
+	pids, err := json.Marshal(cp.PIDs())
+	if err != nil {
+		return fmt.Errorf("encode pids: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pidsFile), pids, 0o644); err != nil {
+		return fmt.Errorf("write pids: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, readyFile), nil, 0o644); err != nil {
+		return fmt.Errorf("write ready file: %w", err)
+	}
+	return nil
+}
+
+// watch returns nil on a stop signal and an error when a component dies;
+// a half-dead cluster is worse than none.
+func watch(ctx context.Context, cp *controlplane.ControlPlane) error {
+	ticker := time.NewTicker(2 * time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(os.Stderr, "stop signal received")
+			return nil
+		case <-ticker.C:
+			if err := cp.Alive(); err != nil {
+				return err
+			}
+		}
+	}
+}

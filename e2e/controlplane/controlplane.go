@@ -1,0 +1,281 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	// stopGrace is how long a component may take to shut down on SIGTERM.
+	stopGrace = 10 * time.Second
+	// logTailLines is how much of a component's log errors quote.
+	logTailLines = 50
+	// adminUser is the system:masters identity of the kubeconfig and of the
+	// controller-manager, scheduler and KWOK.
+	adminUser = "e2e-admin"
+)
+
+// ControlPlane is a running local control plane. Stop it when done.
+type ControlPlane struct {
+	// Config is a system:masters client config.
+	Config *rest.Config
+	// KubeconfigPath is an admin kubeconfig file usable by kubectl.
+	KubeconfigPath string
+	// EtcdEndpoint is etcd's client URL, e.g. http://127.0.0.1:41234.
+	EtcdEndpoint string
+	// Dir holds the control plane's state.
+	Dir string
+	// LogDir holds one <component>.log per process.
+	LogDir string
+	// StartedIn is how long Start took.
+	StartedIn time.Duration
+
+	opts       Options
+	ownsDir    bool
+	kubeconfig []byte
+	env        *envtest.Environment
+	envLogs    []*os.File
+	envPIDs    map[string]int // etcd and kube-apiserver, started by envtest
+	procs      []*proc        // started by us
+	watchdog   *watchdog
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts a control plane and waits until it is ready: in Full mode
+// until a pod gets scheduled onto a Ready fake Node and completes. On error
+// everything already started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
+	began := time.Now()
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if err := opts.checkBinaries(); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	cp, err := newControlPlane(opts)
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = cp.Stop()
+			panic(r)
+		}
+		if err != nil {
+			err = errors.Join(fmt.Errorf("start control plane: %w", err), cp.Stop())
+		}
+	}()
+
+	if cp.watchdog, err = startWatchdog(cp.Dir, cp.logPath("watchdog")); err != nil {
+		return nil, err
+	}
+	if cp.ownsDir {
+		if err := cp.watchdog.removeOnCrash(cp.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := cp.startAPIServer(); err != nil {
+		return nil, err
+	}
+	if opts.Full {
+		if err := cp.startCluster(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cp.StartedIn = time.Since(began)
+	return cp, nil
+}
+
+// newControlPlane prepares the state and log directories.
+func newControlPlane(opts Options) (*ControlPlane, error) {
+	cp := &ControlPlane{opts: opts, Dir: opts.Dir, LogDir: opts.LogDir, envPIDs: map[string]int{}}
+	if cp.Dir == "" {
+		dir, err := os.MkdirTemp("", "controlplane-")
+		if err != nil {
+			return nil, fmt.Errorf("create state dir: %w", err)
+		}
+		cp.Dir, cp.ownsDir = dir, true
+	} else if err := requireEmptyDir(cp.Dir); err != nil {
+		return nil, err
+	}
+	var err error
+	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
+		return nil, fmt.Errorf("resolve state dir: %w", err)
+	}
+	if cp.LogDir == "" {
+		cp.LogDir = filepath.Join(cp.Dir, "logs")
+	}
+	if err := os.MkdirAll(cp.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	return cp, nil
+}
+
+// requireEmptyDir refuses leftovers: envtest would reuse stale certificates
+// from an old apiserver dir and fail obscurely.
+func requireEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return fmt.Errorf("read state dir: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("state dir %s is not empty", dir)
+	}
+	return nil
+}
+
+// Stop stops every process the control plane started, and removes Dir if
+// Start created it. It is safe to call more than once.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() { cp.stopErr = cp.stop() })
+	return cp.stopErr
+}
+
+func (cp *ControlPlane) stop() error {
+	// Clients of the apiserver go first so they don't spend their shutdown
+	// retrying against a vanished apiserver.
+	errs := []error{stopAll(cp.procs, stopGrace)}
+	if cp.env != nil {
+		if err := cp.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop envtest: %w", err))
+		}
+	}
+	// envtest gives up after its stop timeout; make sure nothing survives.
+	for name, pid := range cp.envPIDs {
+		if err := KillGroup(pid, cp.Dir, 10*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
+		}
+	}
+	for _, f := range cp.envLogs {
+		f.Close()
+	}
+	if cp.watchdog != nil {
+		if err := cp.watchdog.release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cp.ownsDir {
+		if err := os.RemoveAll(cp.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove state dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PIDs returns the pid of every process the control plane started, by
+// component name ("watchdog" included). The values stay available after Stop.
+func (cp *ControlPlane) PIDs() map[string]int {
+	pids := maps.Clone(cp.envPIDs)
+	for _, p := range cp.procs {
+		pids[p.name] = p.pid()
+	}
+	if cp.watchdog != nil {
+		pids["watchdog"] = cp.watchdog.proc.pid()
+	}
+	return pids
+}
+
+// Alive returns nil while every component still runs, else an error naming
+// the first one that exited, with the end of its log.
+func (cp *ControlPlane) Alive() error {
+	for _, name := range []string{Etcd, KubeAPIServer} {
+		if pid, ok := cp.envPIDs[name]; ok && !ProcessAlive(pid) {
+			return cp.componentError(name, errors.New("exited unexpectedly"))
+		}
+	}
+	for _, p := range cp.procs {
+		if exited, err := p.exitErr(); exited {
+			return cp.componentError(p.name, fmt.Errorf("exited unexpectedly: %w", err))
+		}
+	}
+	return nil
+}
+
+// Components lists the components of this control plane in start order.
+func (cp *ControlPlane) Components() []string {
+	names := []string{Etcd, KubeAPIServer}
+	for _, p := range cp.procs {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// Logs returns the whole log of a component ("" if it has none).
+func (cp *ControlPlane) Logs(component string) string {
+	data, err := os.ReadFile(cp.logPath(component))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// TailLogs returns the last lines of every component's log, for failure
+// reports.
+func (cp *ControlPlane) TailLogs(lines int) string {
+	var b strings.Builder
+	for _, name := range cp.Components() {
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", cp.logPath(name), tail(cp.Logs(name), lines))
+	}
+	return b.String()
+}
+
+// WriteKubeconfig writes the admin kubeconfig to path.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	if err := os.WriteFile(path, cp.kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// InstallCRDs installs the CRDs found in the given files or directories and
+// waits until they are served.
+func (cp *ControlPlane) InstallCRDs(ctx context.Context, paths ...string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("install CRDs: %w", err)
+	}
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	if err != nil {
+		return fmt.Errorf("install CRDs from %v: %w", paths, err)
+	}
+	return nil
+}
+
+func (cp *ControlPlane) logPath(component string) string {
+	return filepath.Join(cp.LogDir, component+".log")
+}
+
+// componentError attributes err to a component and quotes the end of the
+// logs of logsOf (default: the component itself).
+func (cp *ControlPlane) componentError(component string, err error, logsOf ...string) error {
+	if len(logsOf) == 0 {
+		logsOf = []string{component}
+	}
+	var b strings.Builder
+	for _, name := range logsOf {
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), tail(cp.Logs(name), logTailLines))
+	}
+	return fmt.Errorf("%s: %w%s", component, err, b.String())
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,148 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Component names, as used by Logs and PIDs.
+const (
+	Etcd                  = "etcd"
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	KWOK                  = "kwok"
+)
+
+// Pod labels understood by the KWOK stages (see stages/*.yaml).
+const (
+	// OutcomeLabel selects how a pod on a fake Node ends.
+	OutcomeLabel = "e2e.example.com/outcome"
+	// OutcomeFail makes the pod end Failed: containers exit 1 with reason Error.
+	OutcomeFail = "fail"
+	// OutcomeHang keeps the pod Running until it is deleted.
+	OutcomeHang = "hang"
+	// RunSecondsLabel sets how long a pod runs before it ends: a number of
+	// seconds ("3", "0.5") or a Go duration ("2m"). The default is one second.
+	RunSecondsLabel = "e2e.example.com/run-seconds"
+)
+
+// Fake Node identity: KWOK manages Nodes carrying FakeNodeAnnotation=fake.
+const (
+	FakeNodeAnnotation = "kwok.x-k8s.io/node"
+	NodeTypeLabel      = "type"
+	NodeTypeKWOK       = "kwok"
+)
+
+// BinDirEnv overrides the default binary directory.
+const BinDirEnv = "CONTROLPLANE_BIN"
+
+const defaultStartTimeout = 2 * time.Minute
+
+// Options configures Start. The zero value starts an API-only control plane
+// with the project's CRDs.
+type Options struct {
+	// Full adds kube-controller-manager, kube-scheduler and KWOK with fake Nodes.
+	Full bool
+	// Nodes is the number of fake Nodes in Full mode (default 1).
+	Nodes int
+	// CRDPaths are CRD files or directories to install. nil means
+	// <repo>/config/crd/bases; an empty, non-nil slice installs none.
+	CRDPaths []string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
+	// kube-scheduler, kwok and kwok-stages/ (default $CONTROLPLANE_BIN, else
+	// <repo>/bin/controlplane).
+	BinDir string
+	// LogDir receives one <component>.log per process (default <Dir>/logs).
+	// Unlike the default, a LogDir given here outlives Stop.
+	LogDir string
+	// Dir holds all state (certificates, etcd data, kubeconfig). Empty means
+	// a fresh temporary directory that Stop removes; a given Dir is kept.
+	Dir string
+	// StartTimeout bounds the whole start-up, readiness waits included
+	// (default 2m).
+	StartTimeout time.Duration
+}
+
+// withDefaults fills the zero fields of opts, resolving paths against the
+// repository root only when a default actually needs it.
+func (opts Options) withDefaults() (Options, error) {
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = defaultStartTimeout
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = os.Getenv(BinDirEnv)
+	}
+	if opts.BinDir == "" || opts.CRDPaths == nil {
+		root, err := RepoRoot()
+		if err != nil {
+			return opts, err
+		}
+		if opts.BinDir == "" {
+			opts.BinDir = filepath.Join(root, "bin", "controlplane")
+		}
+		if opts.CRDPaths == nil {
+			opts.CRDPaths = []string{filepath.Join(root, "config", "crd", "bases")}
+		}
+	}
+	var err error
+	if opts.BinDir, err = filepath.Abs(opts.BinDir); err != nil {
+		return opts, fmt.Errorf("resolve bin dir: %w", err)
+	}
+	return opts, nil
+}
+
+// requiredBinaries lists what BinDir must hold for the given mode.
+func (opts Options) requiredBinaries() []string {
+	bins := []string{Etcd, KubeAPIServer}
+	if opts.Full {
+		bins = append(bins, KubeControllerManager, KubeScheduler, KWOK)
+	}
+	return bins
+}
+
+// checkBinaries fails early, with the fix in the message, instead of letting
+// envtest retry a missing binary five times.
+func (opts Options) checkBinaries() error {
+	var missing []error
+	for _, b := range opts.requiredBinaries() {
+		p := filepath.Join(opts.BinDir, b)
+		info, err := os.Stat(p)
+		if err == nil && info.Mode()&0o111 == 0 {
+			err = errors.New("not executable")
+		}
+		if err != nil {
+			missing = append(missing, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("control plane binaries missing in %s (build them with hack/controlplane.sh): %w",
+			opts.BinDir, errors.Join(missing...))
+	}
+	return nil
+}
+
+// RepoRoot returns the nearest directory at or above the working directory
+// that holds a go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repo root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find repo root: no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
+}
