@@ -11,9 +11,12 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -122,4 +125,18 @@ func addRotator(mgr manager.Manager, o Options) error {
 			{Type: rotator.Validating, Name: o.ValidatingConfigName},
 		},
 	})
+}
+
+// EnsureCertSecret creates the empty Secret the rotator fills: the rotator only updates it.
+// An existing Secret is left alone, so replicas that start together are all fine.
+func EnsureCertSecret(ctx context.Context, c client.Client, o Options) error {
+	if !o.SelfManagedCerts {
+		return nil
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.SecretName}}
+	err := c.Create(ctx, secret)
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return fmt.Errorf("create certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
 }

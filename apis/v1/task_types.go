@@ -169,8 +169,9 @@ type RetryPolicy struct {
 	// +kubebuilder:validation:Maximum=100
 	MaxRetries int32 `json:"maxRetries"`
 
-	// Backoff spaces the retries. Empty means 10s, doubling, at most 5m.
+	// Backoff spaces the retries: by default 10s, doubling, at most 5m.
 	// +optional
+	// +kubebuilder:default={}
 	Backoff *Backoff `json:"backoff,omitempty"`
 }
 
