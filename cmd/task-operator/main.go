@@ -1,0 +1,39 @@
+// Command task-operator runs the Task operator and its helpers:
+//
+//	task-operator [manager] [flags]  run the controller and webhooks (the default)
+//	task-operator migrate [flags]    rewrite stored Tasks at v1 and trim storedVersions
+//	task-operator http [flags]       perform one HTTP call (the runner inside HTTP Task pods)
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	_ "time/tzdata" // schedules name IANA time zones; distroless images have no zoneinfo
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	command, rest := "manager", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, rest = args[0], args[1:]
+	}
+	switch command {
+	case "manager":
+		return runManager(rest)
+	case "migrate":
+		return runMigrate(rest)
+	case "http":
+		return runHTTP(rest)
+	case "help":
+		fmt.Println("usage: task-operator [manager|migrate|http] [flags]; -h after a command lists its flags")
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "task-operator: unknown command %q (want manager, migrate or http)\n", command)
+		return 2
+	}
+}

@@ -1,0 +1,79 @@
+package reconciler
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// Event reasons recorded on Tasks.
+const (
+	EventJobCreated       = "JobCreated"
+	EventJobCreateFailed  = "JobCreateFailed"
+	EventJobReplaced      = "JobReplaced"
+	EventSucceeded        = "Succeeded"
+	EventRunFailed        = "RunFailed"
+	EventRetryScheduled   = "RetryScheduled"
+	EventRetriesExhausted = "RetriesExhausted"
+	EventMissedRun        = "MissedRun"
+)
+
+// eventSpec is one Event to record on the Task.
+type eventSpec struct {
+	Type, Reason, Action, Note string
+}
+
+func normal(reason, action, note string) eventSpec {
+	return eventSpec{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: note}
+}
+
+func warning(reason, action, note string) eventSpec {
+	return eventSpec{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: note}
+}
+
+// transitionEvents are the Events that going from status prior to status next deserves: one per
+// Job that stopped being active (succeeded, failed, vanished), a retry newly scheduled, retries
+// run out. They are recorded only once next is stored, so each transition is told once.
+func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJob) []eventSpec {
+	var out []eventSpec
+	for _, ref := range prior.ActiveJobs {
+		if hasRef(next.ActiveJobs, ref.Name) {
+			continue
+		}
+		j := findJob(jobs, ref.Name)
+		switch {
+		case j != nil && j.State == jobSucceeded:
+			out = append(out, normal(EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)))
+		case j != nil && j.State == jobFailed:
+			out = append(out, warning(EventRunFailed, "Fail", j.failure()))
+			if !canRetry(task, j.Run.Attempt) {
+				out = append(out, warning(EventRetriesExhausted, "Fail",
+					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, maxRetriesOf(task))))
+			}
+		case j != nil && j.Replaced:
+			// Told when it was replaced.
+		default:
+			out = append(out, warning(EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before it finished", ref.Name)))
+		}
+	}
+	if next.Phase == v1.PhaseRetrying && (prior.Phase != v1.PhaseRetrying || prior.Attempts != next.Attempts) && next.NextRunTime != nil {
+		out = append(out, normal(EventRetryScheduled, "Retry", fmt.Sprintf("attempt %d of %d at %s",
+			next.Attempts+1, maxRetriesOf(task)+1, next.NextRunTime.UTC().Format(time.RFC3339))))
+	}
+	if next.Phase == v1.PhaseFailed && prior.Phase != v1.PhaseFailed && !hasEvent(out, EventRetriesExhausted) {
+		out = append(out, warning(EventRetriesExhausted, "Fail", next.LastError))
+	}
+	return out
+}
+
+func hasEvent(evs []eventSpec, reason string) bool {
+	for _, e := range evs {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+package reconciler
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+func TestTransitionEvents(t *testing.T) {
+	running := func(name string, attempts int32) v1.TaskStatus {
+		return v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: attempts, ActiveJobs: []v1.JobReference{{Name: name}}}
+	}
+	replaced := schedJob(60, 1, jobActive, 0)
+	replaced.Gone, replaced.Replaced = true, true
+	tests := []struct {
+		name        string
+		task        *v1.Task
+		prior, next v1.TaskStatus
+		jobs        []observedJob
+		want        []string // reasons
+	}{
+		{
+			name:  "nothing changed",
+			task:  newTask(),
+			prior: running("t-1", 1), next: running("t-1", 1),
+			jobs: []observedJob{oneShotJob(1, jobActive, 0)},
+		},
+		{
+			name:  "succeeded",
+			task:  newTask(),
+			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1},
+			jobs: []observedJob{oneShotJob(1, jobSucceeded, 10)},
+			want: []string{EventSucceeded},
+		},
+		{
+			name:  "failed, retry scheduled",
+			task:  newTask(),
+			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+			jobs: []observedJob{oneShotJob(1, jobFailed, 10)},
+			want: []string{EventRunFailed, EventRetryScheduled},
+		},
+		{
+			name:  "failed for good",
+			task:  newTask(),
+			prior: running("t-3", 3), next: v1.TaskStatus{Phase: v1.PhaseFailed, Attempts: 3},
+			jobs: []observedJob{oneShotJob(3, jobFailed, 10)},
+			want: []string{EventRunFailed, EventRetriesExhausted},
+		},
+		{
+			name:  "vanished while active",
+			task:  newTask(),
+			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+			want: []string{EventRunFailed, EventRetryScheduled},
+		},
+		{
+			name:  "replaced Jobs were told about already",
+			task:  newTask(scheduled(v1.ReplaceConcurrent)),
+			prior: running(replaced.Name, 1), next: running("t-1767225720", 1),
+			jobs: []observedJob{replaced, schedJob(120, 1, jobActive, 0)},
+		},
+		{
+			name:  "retry pending survives a resume without a second event",
+			task:  newTask(),
+			prior: v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+			next:  v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range transitionEvents(tc.task, tc.prior, tc.next, tc.jobs) {
+				got = append(got, e.Reason)
+				if e.Action == "" || e.Note == "" || e.Type == "" {
+					t.Errorf("incomplete event %+v", e)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

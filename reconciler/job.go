@@ -1,0 +1,186 @@
+package reconciler
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+const (
+	// containerName is the one container of a run's pod.
+	containerName = "task"
+	// nonRootUID is the user and group runs execute as (the distroless "nonroot" user).
+	nonRootUID int64 = 65532
+	// tmpVolume is an emptyDir at /tmp so scripts can write there with a read-only root.
+	tmpVolume = "tmp"
+)
+
+// buildJob returns the Job for one run of task. It is a pure function of its inputs, so the same
+// run always yields the same Job (and the same name).
+func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
+	labels := jobLabels(task, run)
+	parallelism := parallelismOf(task)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            jobName(task.Name, run),
+			Namespace:       task.Namespace,
+			Labels:          labels,
+			Annotations:     jobAnnotations(run),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
+		},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(parallelism),
+			Completions: ptr.To(parallelism),
+			// Retries are the Task's: each is a new Job, spaced by the Task's backoff.
+			BackoffLimit:            ptr.To[int32](0),
+			ActiveDeadlineSeconds:   deadlineSeconds(task.Spec.Timeout),
+			TTLSecondsAfterFinished: task.Spec.TTLSecondsAfterFinished,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
+				Spec:       podSpec(task, opts),
+			},
+		},
+	}
+	return job
+}
+
+// jobLabels are the Task's own labels (tests and users steer pods with them) plus the
+// controller's, which win on a clash.
+func jobLabels(task *v1.Task, run runID) map[string]string {
+	labels := make(map[string]string, len(task.Labels)+3)
+	maps.Copy(labels, task.Labels)
+	labels[LabelTaskName] = labelValue(task.Name)
+	labels[LabelRun] = run.runLabel()
+	labels[LabelAttempt] = strconv.Itoa(int(run.Attempt))
+	return labels
+}
+
+func jobAnnotations(run runID) map[string]string {
+	if !run.isScheduled() {
+		return nil
+	}
+	return map[string]string{AnnotationScheduledTime: run.Scheduled.UTC().Format(time.RFC3339)}
+}
+
+func ownerRef(task *v1.Task) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1.GroupVersion.String(),
+		Kind:               "Task",
+		Name:               task.Name,
+		UID:                task.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+func parallelismOf(task *v1.Task) int32 {
+	if task.Spec.Parallelism < 1 {
+		return 1
+	}
+	return task.Spec.Parallelism
+}
+
+// deadlineSeconds rounds a timeout up to whole seconds (at least 1); nil means no deadline.
+func deadlineSeconds(timeout *metav1.Duration) *int64 {
+	if timeout == nil || timeout.Duration <= 0 {
+		return nil
+	}
+	return ptr.To(max(1, int64(math.Ceil(timeout.Seconds()))))
+}
+
+func podSpec(task *v1.Task, opts Options) corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		// Runs talk to their own targets, never to the Kubernetes API.
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To(nonRootUID),
+			RunAsGroup:     ptr.To(nonRootUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{runnerContainer(task, opts)},
+		Volumes: []corev1.Volume{{
+			Name:         tmpVolume,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		}},
+	}
+}
+
+// runnerContainer is the container for the Task's runner, with a restricted security context.
+func runnerContainer(task *v1.Task, opts Options) corev1.Container {
+	c := corev1.Container{
+		Name: containerName,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: tmpVolume, MountPath: "/tmp"}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+	}
+	r := task.Spec.Runner
+	switch {
+	case r.Type == v1.RunnerShell && r.Shell != nil:
+		c.Image = r.Shell.Image
+		if c.Image == "" {
+			c.Image = opts.ShellImage
+		}
+		c.Command = []string{"sh", "-c", r.Shell.Script}
+		c.Env = envVars(r.Shell.Env)
+	case r.Type == v1.RunnerHTTP && r.HTTP != nil:
+		c.Image = opts.RunnerImage
+		c.Args = httpArgs(r.HTTP)
+	}
+	return c
+}
+
+func envVars(in []v1.EnvVar) []corev1.EnvVar {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.EnvVar, 0, len(in))
+	for _, e := range in {
+		out = append(out, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return out
+}
+
+// httpArgs are the arguments of the operator image's http subcommand (package runner/http);
+// empty settings are left out so the runner's defaults apply.
+func httpArgs(h *v1.HTTPRunner) []string {
+	args := []string{"http", "--url=" + h.URL}
+	if h.Method != "" {
+		args = append(args, "--method="+h.Method)
+	}
+	for _, hd := range h.Headers {
+		args = append(args, fmt.Sprintf("--header=%s:%s", hd.Name, hd.Value))
+	}
+	if h.Body != "" {
+		args = append(args, "--body="+h.Body)
+	}
+	if h.Timeout != nil && h.Timeout.Duration > 0 {
+		args = append(args, "--timeout="+h.Timeout.Duration.String())
+	}
+	if len(h.AcceptedStatusCodes) > 0 {
+		codes := make([]string, 0, len(h.AcceptedStatusCodes))
+		for _, c := range h.AcceptedStatusCodes {
+			codes = append(codes, strconv.Itoa(int(c)))
+		}
+		args = append(args, "--accept="+strings.Join(codes, ","))
+	}
+	return args
+}

@@ -1,0 +1,360 @@
+package reconciler_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/reconciler"
+)
+
+// The integration tests run the controller in-process against a real control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and KWOK fake nodes), started once
+// for the package by the first test that needs it. Each test works in its own namespace with
+// its own manager watching only that namespace, so tests run in parallel and a test can stop
+// and restart "the operator" without disturbing the others.
+
+var shared struct {
+	once sync.Once
+	cp   *controlplane.ControlPlane
+	err  error
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, batchv1.AddToScheme, corev1.AddToScheme, rbacv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	ctrl.SetLogger(funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, prefix, args)
+	}, funcr.Options{Verbosity: 0}))
+	code := m.Run()
+	if shared.cp != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "control plane logs:\n%s\n", shared.cp.TailLogs(40))
+		}
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// cluster starts the shared control plane on first use.
+func cluster(t *testing.T) *rest.Config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs a control plane")
+	}
+	shared.once.Do(func() {
+		shared.cp, shared.err = controlplane.Start(context.Background(), controlplane.Options{Full: true})
+		if shared.err == nil {
+			t.Logf("control plane started in %s", shared.cp.StartedIn.Round(time.Millisecond))
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("control plane: %v", shared.err)
+	}
+	cfg := rest.CopyConfig(shared.cp.Config)
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg
+}
+
+// env is one test's namespace, client and operator.
+type env struct {
+	t   *testing.T
+	cfg *rest.Config
+	c   client.Client
+	ns  string
+	op  *operator
+}
+
+// newEnv makes a namespace and starts an operator for it.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvOpts(t, false)
+}
+
+func newEnvOpts(t *testing.T, noOperator bool) *env {
+	t.Helper()
+	cfg := cluster(t)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "task-"}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	e := &env{t: t, cfg: cfg, c: c, ns: ns.Name}
+	if !noOperator {
+		e.op = e.startOperator()
+	}
+	return e
+}
+
+// newEnvWithoutOperator makes a namespace; the test starts the operator itself.
+func newEnvWithoutOperator(t *testing.T) *env {
+	t.Helper()
+	return newEnvOpts(t, true)
+}
+
+// operator is a manager running the Task controller, with every API write it sends counted.
+type operator struct {
+	cancel context.CancelFunc
+	done   chan error
+	writes *writeCounter
+}
+
+func (e *env) startOperator() *operator { return e.startOperatorAs("") }
+
+// startOperatorAs runs the operator as the given user (impersonated); "" is the admin.
+func (e *env) startOperatorAs(user string) *operator {
+	e.t.Helper()
+	w := &writeCounter{}
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Wrap(w.wrap)
+	cacheOpts := reconciler.CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{e.ns: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 ctrl.Log.WithName(e.ns),
+	})
+	if err != nil {
+		e.t.Fatalf("new manager: %v", err)
+	}
+	if err := reconciler.SetupWithManager(mgr, reconciler.Options{MaxConcurrentReconciles: 2}); err != nil {
+		e.t.Fatalf("setup: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{cancel: cancel, done: make(chan error, 1), writes: w}
+	go func() { op.done <- mgr.Start(ctx) }()
+	e.t.Cleanup(func() { op.stop(e.t) })
+	return op
+}
+
+// stop stops the manager and waits for it; calling it again is harmless.
+func (o *operator) stop(t *testing.T) {
+	t.Helper()
+	if o.cancel == nil {
+		return
+	}
+	o.cancel()
+	o.cancel = nil
+	select {
+	case err := <-o.done:
+		if err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("manager did not stop within 30s")
+	}
+}
+
+// writeCounter records every non-GET request a manager sends (GET covers list and watch).
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodGet {
+			w.mu.Lock()
+			w.writes = append(w.writes, r.Method+" "+r.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// take returns the writes so far, split into Events and everything else, and resets.
+func (w *writeCounter) take() (writes, events []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.writes {
+		if strings.Contains(s, "/events") {
+			events = append(events, s)
+		} else {
+			writes = append(writes, s)
+		}
+	}
+	w.writes = nil
+	return writes, events
+}
+
+// task returns a Task in the env's namespace: a Shell "true" with fast retries.
+func (e *env) task(name string, mut ...func(*v1.Task)) *v1.Task {
+	task := &v1.Task{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{}},
+		Spec: v1.TaskSpec{
+			Runner: v1.Runner{Type: v1.RunnerShell, Shell: &v1.ShellRunner{Script: "true"}},
+			Retry: &v1.RetryPolicy{MaxRetries: 0, Backoff: &v1.Backoff{
+				Initial: &metav1.Duration{Duration: time.Second}, Factor: 2, Max: &metav1.Duration{Duration: 4 * time.Second},
+			}},
+		},
+	}
+	for _, m := range mut {
+		m(task)
+	}
+	return task
+}
+
+func (e *env) create(task *v1.Task) *v1.Task {
+	e.t.Helper()
+	if err := e.c.Create(e.t.Context(), task); err != nil {
+		e.t.Fatalf("create task %s: %v", task.Name, err)
+	}
+	return task
+}
+
+func (e *env) get(name string) *v1.Task {
+	e.t.Helper()
+	task := &v1.Task{}
+	if err := e.c.Get(e.t.Context(), client.ObjectKey{Namespace: e.ns, Name: name}, task); err != nil {
+		e.t.Fatalf("get task %s: %v", name, err)
+	}
+	return task
+}
+
+// update re-reads the Task, applies mut and updates it, retrying on conflicts.
+func (e *env) update(name string, mut func(*v1.Task)) {
+	e.t.Helper()
+	for range 10 {
+		task := e.get(name)
+		mut(task)
+		err := e.c.Update(e.t.Context(), task)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "the object has been modified") {
+			e.t.Fatalf("update task %s: %v", name, err)
+		}
+	}
+	e.t.Fatalf("update task %s: too many conflicts", name)
+}
+
+func (e *env) jobs(taskName string) []batchv1.Job {
+	e.t.Helper()
+	var list batchv1.JobList
+	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{reconciler.LabelTaskName: taskName}); err != nil {
+		e.t.Fatalf("list jobs: %v", err)
+	}
+	return list.Items
+}
+
+func (e *env) pods(taskName string) []corev1.Pod {
+	e.t.Helper()
+	var list corev1.PodList
+	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{reconciler.LabelTaskName: taskName}); err != nil {
+		e.t.Fatalf("list pods: %v", err)
+	}
+	return list.Items
+}
+
+const waitTimeout = 90 * time.Second
+
+// eventually polls cond until it holds or the timeout passes; cond's message describes the
+// state for the failure.
+func (e *env) eventually(what string, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %s waiting for %s; last: %s", waitTimeout, what, last)
+}
+
+// waitPhase waits for the Task to reach phase and returns it.
+func (e *env) waitPhase(name string, phase v1.Phase) *v1.Task {
+	e.t.Helper()
+	var task *v1.Task
+	e.eventually(fmt.Sprintf("task %s to be %s", name, phase), func() (bool, string) {
+		task = e.get(name)
+		return task.Status.Phase == phase, describe(task)
+	})
+	return task
+}
+
+func describe(task *v1.Task) string {
+	st := task.Status
+	last := ""
+	if st.LastJob != nil {
+		last = st.LastJob.Name
+	}
+	return fmt.Sprintf("phase=%q attempts=%d active=%d lastJob=%q missed=%d lastError=%q", st.Phase, st.Attempts, len(st.ActiveJobs), last, st.MissedRuns, st.LastError)
+}
+
+// eventReasons lists the reasons of the Events recorded on the Task (events.k8s.io).
+func (e *env) eventReasons(task *v1.Task) []string {
+	e.t.Helper()
+	var list corev1.EventList
+	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns)); err != nil {
+		e.t.Fatalf("list events: %v", err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.UID == task.UID {
+			out = append(out, ev.Reason)
+		}
+	}
+	return out
+}
+
+func withLabels(kv ...string) func(*v1.Task) {
+	return func(t *v1.Task) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			t.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func withRetries(n int32) func(*v1.Task) {
+	return func(t *v1.Task) { t.Spec.Retry.MaxRetries = n }
+}

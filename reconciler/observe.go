@@ -1,0 +1,135 @@
+package reconciler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// jobState is where a Job is in its life, as far as its Task cares.
+type jobState int
+
+const (
+	jobActive jobState = iota
+	jobSucceeded
+	jobFailed
+)
+
+func (s jobState) finished() bool { return s != jobActive }
+
+// observedJob is what the controller knows about one of a Task's Jobs: the Job as it is in the
+// cache, or its final state remembered after it was deleted.
+type observedJob struct {
+	Name string
+	UID  types.UID
+	Run  runID
+	// Created is the Job's creation time.
+	Created time.Time
+	State   jobState
+	// Suspended mirrors the Job's spec.suspend.
+	Suspended bool
+	// Finished is when the Job completed or failed.
+	Finished time.Time
+	// Reason and Message come from the Job's Failed condition.
+	Reason, Message string
+	// Gone says the Job no longer exists, or is on its way out: it keeps counting for the
+	// outcome of its run but is no longer active.
+	Gone bool
+	// Replaced says the controller deleted the active Job for a newer run (policy Replace).
+	Replaced bool
+}
+
+func (j observedJob) active() bool { return j.State == jobActive && !j.Gone }
+
+// failure is the one-line reason a failed Job gives, for status.lastError.
+func (j observedJob) failure() string {
+	switch {
+	case j.Reason != "" && j.Message != "":
+		return fmt.Sprintf("Job %s failed: %s: %s", j.Name, j.Reason, j.Message)
+	case j.Reason != "":
+		return fmt.Sprintf("Job %s failed: %s", j.Name, j.Reason)
+	default:
+		return fmt.Sprintf("Job %s failed", j.Name)
+	}
+}
+
+// observeJob reads a Job: its run from the controller's labels and annotation, its state from
+// its terminal conditions (the Job controller sets Complete or Failed only once every pod has
+// terminated, so a finished Job has nothing left running).
+func observeJob(job *batchv1.Job) observedJob {
+	o := observedJob{
+		Name:      job.Name,
+		UID:       job.UID,
+		Run:       runOfJob(job),
+		Created:   job.CreationTimestamp.Time,
+		Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
+		Gone:      job.DeletionTimestamp != nil,
+	}
+	if job.DeletionTimestamp != nil {
+		// Until a terminal condition says otherwise, a Job being deleted ended then.
+		o.Finished = job.DeletionTimestamp.Time
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			o.State, o.Finished = jobSucceeded, c.LastTransitionTime.Time
+			if job.Status.CompletionTime != nil {
+				o.Finished = job.Status.CompletionTime.Time
+			}
+		case batchv1.JobFailed:
+			o.State, o.Finished = jobFailed, c.LastTransitionTime.Time
+			o.Reason, o.Message = c.Reason, c.Message
+		}
+	}
+	if o.State.finished() && o.Finished.IsZero() {
+		o.Finished = o.Created // a condition without a time: the backoff counts from creation
+	}
+	return o
+}
+
+// runOfJob reads the run a Job was created for. A Job without the labels (not ours, or
+// edited) reads as attempt 0 of an unscheduled run, which sorts before every real run.
+func runOfJob(job *batchv1.Job) runID {
+	var r runID
+	if n, err := strconv.ParseInt(job.Labels[LabelAttempt], 10, 32); err == nil {
+		r.Attempt = int32(n)
+	}
+	if ts, ok := job.Annotations[AnnotationScheduledTime]; ok {
+		if t, err := time.Parse(time.RFC3339, ts); err == nil {
+			r.Scheduled = t.UTC()
+		}
+	}
+	return r
+}
+
+// sortJobs orders jobs by run, oldest first; the name breaks ties.
+func sortJobs(jobs []observedJob) {
+	slices.SortFunc(jobs, func(a, b observedJob) int {
+		switch {
+		case a.Run.less(b.Run):
+			return -1
+		case b.Run.less(a.Run):
+			return 1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+}
+
+// findJob returns the job called name, or nil.
+func findJob(jobs []observedJob, name string) *observedJob {
+	for i := range jobs {
+		if jobs[i].Name == name {
+			return &jobs[i]
+		}
+	}
+	return nil
+}

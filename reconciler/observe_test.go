@@ -1,0 +1,112 @@
+package reconciler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestObserveJob(t *testing.T) {
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	done := created.Add(time.Minute)
+	sched := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	job := func(mut func(j *batchv1.Job)) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+			Name: "t-1", UID: "u1", CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{LabelRun: "1", LabelAttempt: "1"},
+		}}
+		if mut != nil {
+			mut(j)
+		}
+		return j
+	}
+	cond := func(typ batchv1.JobConditionType, status corev1.ConditionStatus, reason, msg string) batchv1.JobCondition {
+		return batchv1.JobCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(done)}
+	}
+	tests := []struct {
+		name string
+		job  *batchv1.Job
+		want observedJob
+	}{
+		{
+			name: "new job is active",
+			job:  job(nil),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobActive},
+		},
+		{
+			name: "complete",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, "", ""), cond(batchv1.JobComplete, corev1.ConditionTrue, "", "")}
+				j.Status.CompletionTime = &metav1.Time{Time: done.Add(time.Second)}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobSucceeded, Finished: done.Add(time.Second)},
+		},
+		{
+			name: "failure target alone is still active",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue, "DeadlineExceeded", "too slow")}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobActive},
+		},
+		{
+			name: "failed with deadline",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailed, corev1.ConditionTrue, "DeadlineExceeded", "Job was active longer than specified deadline")}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobFailed, Finished: done,
+				Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"},
+		},
+		{
+			name: "false condition ignored",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailed, corev1.ConditionFalse, "x", "y")}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobActive},
+		},
+		{
+			name: "suspended scheduled retry being deleted",
+			job: job(func(j *batchv1.Job) {
+				j.Labels[LabelAttempt] = "2"
+				j.Annotations = map[string]string{AnnotationScheduledTime: "2026-01-01T09:00:00Z"}
+				j.Spec.Suspend = ptr.To(true)
+				j.DeletionTimestamp = &metav1.Time{Time: done}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Scheduled: sched, Attempt: 2}, Created: created, State: jobActive, Suspended: true, Gone: true, Finished: done},
+		},
+		{
+			name: "unlabelled job",
+			job: job(func(j *batchv1.Job) {
+				j.Labels = nil
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Created: created, State: jobActive},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, observeJob(tc.job)); diff != "" {
+				t.Errorf("observeJob (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFailure(t *testing.T) {
+	tests := []struct {
+		j    observedJob
+		want string
+	}{
+		{observedJob{Name: "a-1", Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}, "Job a-1 failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		{observedJob{Name: "a-1", Reason: "DeadlineExceeded"}, "Job a-1 failed: DeadlineExceeded"},
+		{observedJob{Name: "a-1"}, "Job a-1 failed"},
+	}
+	for _, tc := range tests {
+		if got := tc.j.failure(); got != tc.want {
+			t.Errorf("failure() = %q, want %q", got, tc.want)
+		}
+	}
+}

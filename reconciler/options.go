@@ -1,0 +1,54 @@
+package reconciler
+
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Options configures the Task controller. The zero value is usable: every field has a default.
+type Options struct {
+	// MaxConcurrentReconciles is how many Tasks are reconciled at once. Default 1.
+	MaxConcurrentReconciles int
+	// RateLimiterBaseDelay and RateLimiterMaxDelay bound the per-Task exponential backoff after
+	// a failed reconcile. Defaults 50ms and 1000s.
+	RateLimiterBaseDelay, RateLimiterMaxDelay time.Duration
+	// ShellImage runs Shell runners that name no image. Default "busybox:1.37".
+	ShellImage string
+	// RunnerImage is the operator's own image; it runs HTTP runners as `http --url=...`.
+	// Default "example.com/task-operator:latest".
+	RunnerImage string
+	// Clock tells the time; tests inject a fake one. Default the real clock.
+	Clock clock.PassiveClock
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxConcurrentReconciles = 1
+	DefaultRateLimiterBaseDelay    = 50 * time.Millisecond
+	DefaultRateLimiterMaxDelay     = 1000 * time.Second
+	DefaultShellImage              = "busybox:1.37"
+	DefaultRunnerImage             = "example.com/task-operator:latest"
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.RateLimiterBaseDelay <= 0 {
+		o.RateLimiterBaseDelay = DefaultRateLimiterBaseDelay
+	}
+	if o.RateLimiterMaxDelay <= 0 {
+		o.RateLimiterMaxDelay = DefaultRateLimiterMaxDelay
+	}
+	if o.ShellImage == "" {
+		o.ShellImage = DefaultShellImage
+	}
+	if o.RunnerImage == "" {
+		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
