@@ -25,7 +25,7 @@ func TestV1alpha1FieldMapping(t *testing.T) {
 		spoke v1alpha1.Task
 		hub   taskv1.Task
 	}{{
-		name: "shell: replicas is parallelism, maxRetry is retry.maxRetries",
+		name:  "shell: replicas is parallelism, maxRetry is retry.maxRetries",
 		spoke: v1alpha1.Task{Spec: v1alpha1.TaskSpec{Type: "shell", Replicas: 3, Shell: "echo hi", MaxRetry: 2}},
 		hub: taskv1.Task{Spec: taskv1.TaskSpec{
 			Runner:      taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{Script: "echo hi"}},
