@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -24,6 +25,17 @@ const PreservedAnnotation = "task.example.com/preserved-v1-fields"
 type hubBody struct {
 	Spec   taskv1.TaskSpec   `json:"spec"`
 	Status taskv1.TaskStatus `json:"status"`
+}
+
+// convertDown maps hub to spoke with down, then records on the spoke what up, the spoke's plain
+// up-conversion, would not bring back.
+func convertDown[S client.Object](hub *taskv1.Task, spoke S, down func(*taskv1.Task, S), up func(S, *taskv1.Task)) error {
+	down(hub, spoke)
+	var plain taskv1.Task
+	up(spoke, &plain)
+	annotations, err := preserve(hub, &plain, spoke.GetAnnotations())
+	spoke.SetAnnotations(annotations)
+	return err
 }
 
 // preserve records on spokeAnnotations what hub holds beyond plain, the up-conversion of

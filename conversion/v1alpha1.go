@@ -39,12 +39,7 @@ func ConvertV1alpha1ToV1(_ context.Context, src *v1alpha1.Task, dst *taskv1.Task
 // ConvertV1ToV1alpha1 converts the hub down to v1alpha1. It never fails for a valid hub:
 // what v1alpha1 cannot say is preserved in an annotation.
 func ConvertV1ToV1alpha1(_ context.Context, src *taskv1.Task, dst *v1alpha1.Task) error {
-	v1ToV1alpha1(src, dst)
-	var plain taskv1.Task
-	v1alpha1ToV1(dst, &plain)
-	annotations, err := preserve(src, &plain, dst.Annotations)
-	dst.Annotations = annotations
-	return err
+	return convertDown(src, dst, v1ToV1alpha1, v1alpha1ToV1)
 }
 
 func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {

@@ -32,12 +32,7 @@ func ConvertV1beta1ToV1(_ context.Context, src *v1beta1.Task, dst *taskv1.Task) 
 
 // ConvertV1ToV1beta1 converts the hub down to v1beta1, preserving what v1beta1 cannot say.
 func ConvertV1ToV1beta1(_ context.Context, src *taskv1.Task, dst *v1beta1.Task) error {
-	v1ToV1beta1(src, dst)
-	var plain taskv1.Task
-	v1beta1ToV1(dst, &plain)
-	annotations, err := preserve(src, &plain, dst.Annotations)
-	dst.Annotations = annotations
-	return err
+	return convertDown(src, dst, v1ToV1beta1, v1beta1ToV1)
 }
 
 func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
