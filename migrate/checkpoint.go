@@ -76,7 +76,7 @@ func (cp *checkpoint) save(path string) error {
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer func() { _ = os.Remove(tmp.Name()) }() // no-op after the rename
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write checkpoint: %w", err)

@@ -104,7 +104,7 @@ func (f *fakeTasks) List(ctx context.Context, ns string, opts metav1.ListOptions
 		if rv != -1 && rv < f.compactedRV {
 			expired := apierrors.NewResourceExpired("The provided continue parameter is too old")
 			if f.offerInconsistent {
-				expired.ErrStatus.ListMeta.Continue = "-1|" + key
+				expired.ErrStatus.Continue = "-1|" + key
 			}
 			return nil, expired
 		}

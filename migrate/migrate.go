@@ -266,7 +266,7 @@ func (m *migration) rewriteAll(ctx context.Context, cp *checkpoint) error {
 			if ctx.Err() != nil {
 				return m.interrupted(ctx, cp)
 			}
-			if token == "" || !(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+			if token == "" || (!apierrors.IsResourceExpired(err) && !apierrors.IsGone(err)) {
 				return fmt.Errorf("migrate: list Tasks: %w", err)
 			}
 			// The token pins the resourceVersion of the first page; once etcd has compacted it
@@ -517,7 +517,7 @@ func served(crd *apiextv1.CustomResourceDefinition, version string) bool {
 func inconsistentContinue(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
-		return status.Status().ListMeta.Continue
+		return status.Status().Continue
 	}
 	return ""
 }

@@ -15,18 +15,17 @@ import (
 
 // wantStatus lists the fields a case checks; conditions are "Status/Reason" by type.
 type wantStatus struct {
-	phase            v1.Phase
-	attempts         int32
-	active           []string
-	lastJob          string
-	nextRun          *metav1.Time
-	completion       *metav1.Time
-	lastSchedule     *metav1.Time
-	lastError        string // substring
-	conditions       map[string]string
-	missed           int32
-	startTime        *metav1.Time
-	noLastErrorCheck bool
+	phase        v1.Phase
+	attempts     int32
+	active       []string
+	lastJob      string
+	nextRun      *metav1.Time
+	completion   *metav1.Time
+	lastSchedule *metav1.Time
+	lastError    string // substring
+	conditions   map[string]string
+	missed       int32
+	startTime    *metav1.Time
 }
 
 func TestComputeStatus(t *testing.T) {

@@ -66,6 +66,6 @@ func (cp *ControlPlane) withEtcd(fn func(*clientv3.Client) error) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	return fn(c)
 }
