@@ -80,3 +80,15 @@ docker-build: ## Build the operator image (needs a Docker engine).
 .PHONY: deploy-render
 deploy-render: ## Render config/default with kustomize.
 	kubectl kustomize config/default
+
+##@ Benchmarks
+
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: controlplane ## Run the five measurement scenarios at full size (go run ./bench; BENCH_ARGS adds flags).
+	go run ./bench -scenarios measurements $(BENCH_ARGS)
+
+.PHONY: faults
+faults: controlplane ## Run the fault scenarios (SIGKILLs, leader failover, rolling restart) at full size.
+	go run ./bench -scenarios faults $(BENCH_ARGS)

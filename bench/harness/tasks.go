@@ -1,0 +1,355 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/reconciler"
+)
+
+// BenchLabel marks every object the benchmarks create.
+const BenchLabel = "bench.example.com/run"
+
+// NewTask is a one-shot shell Task at v1 whose pod succeeds about a second after it starts.
+func NewTask(ns, name string) *taskv1.Task {
+	return &taskv1.Task{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{BenchLabel: "true"}},
+		Spec: taskv1.TaskSpec{Runner: taskv1.Runner{
+			Type:  taskv1.RunnerShell,
+			Shell: &taskv1.ShellRunner{Script: "true"},
+		}},
+	}
+}
+
+// TaskName is the name of the i-th benchmark Task.
+func TaskName(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
+
+// Parallel runs fn for 0..n-1 on workers goroutines and returns the first error.
+func Parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
+}
+
+// CreateTasks creates n Tasks named TaskName(prefix, i) with workers concurrent clients. With
+// retry, failed creates are tried again (every 200 ms) until ctx ends, and the number of
+// retries is returned; an AlreadyExists answer to a retry counts as success.
+func (e *Env) CreateTasks(ctx context.Context, ns, prefix string, n, workers int, retry bool, mutate func(int, *taskv1.Task)) (retries int64, err error) {
+	var tries atomic.Int64
+	err = Parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+		for attempt := 0; ; attempt++ {
+			t := NewTask(ns, TaskName(prefix, i))
+			if mutate != nil {
+				mutate(i, t)
+			}
+			err := e.Client.Create(ctx, t)
+			if err == nil || (attempt > 0 && isAlreadyExists(err)) {
+				return nil
+			}
+			if !retry || ctx.Err() != nil {
+				return fmt.Errorf("create task %s/%s: %w", ns, t.Name, err)
+			}
+			tries.Add(1)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+	return tries.Load(), err
+}
+
+// Tracker watches the Tasks of a namespace and remembers, per Task, when it was first seen
+// started (Running or later) and first seen terminal (Succeeded or Failed).
+type Tracker struct {
+	mu         sync.Mutex
+	start      time.Time
+	started    map[string]time.Duration
+	terminal   map[string]time.Duration
+	failed     map[string]bool
+	changed    chan struct{}
+	stop       context.CancelFunc
+	stoppedRun chan struct{}
+}
+
+// Track starts watching the Tasks in ns (at v1). Times are relative to the call.
+func (e *Env) Track(ctx context.Context, ns string) *Tracker {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &Tracker{
+		start: time.Now(), started: map[string]time.Duration{}, terminal: map[string]time.Duration{},
+		failed: map[string]bool{}, changed: make(chan struct{}, 1), stop: cancel, stoppedRun: make(chan struct{}),
+	}
+	res := e.Dyn.Resource(TaskGVR("v1")).Namespace(ns)
+	lw := &toolscache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return res.Watch(ctx, o)
+		},
+	}
+	_, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &unstructured.Unstructured{},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { t.observe(obj) },
+			UpdateFunc: func(_, obj any) { t.observe(obj) },
+		},
+	})
+	go func() { defer close(t.stoppedRun); ctrl.RunWithContext(ctx) }()
+	return t
+}
+
+func (t *Tracker) observe(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	startTime, _, _ := unstructured.NestedString(u.Object, "status", "startTime")
+	now := time.Since(t.start)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name := u.GetName()
+	isStarted := startTime != "" || phase == string(taskv1.PhaseRunning) || phase == string(taskv1.PhaseRetrying) ||
+		phase == string(taskv1.PhaseSucceeded) || phase == string(taskv1.PhaseFailed)
+	if _, seen := t.started[name]; isStarted && !seen {
+		t.started[name] = now
+	}
+	if phase == string(taskv1.PhaseSucceeded) || phase == string(taskv1.PhaseFailed) {
+		if _, seen := t.terminal[name]; !seen {
+			t.terminal[name] = now
+		}
+		t.failed[name] = phase == string(taskv1.PhaseFailed)
+	}
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Counts returns how many Tasks were seen started, terminal and Failed.
+func (t *Tracker) Counts() (started, terminal, failed int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.failed {
+		if f {
+			failed++
+		}
+	}
+	return len(t.started), len(t.terminal), failed
+}
+
+// Last returns when the last of the started and of the terminal Tasks got there.
+func (t *Tracker) Last() (started, terminal time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, d := range t.started {
+		started = max(started, d)
+	}
+	for _, d := range t.terminal {
+		terminal = max(terminal, d)
+	}
+	return started, terminal
+}
+
+// Percentile returns the p-th percentile (0..100) of the time to terminal.
+func (t *Tracker) Percentile(p float64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ds := make([]time.Duration, 0, len(t.terminal))
+	for _, d := range t.terminal {
+		ds = append(ds, d)
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[min(len(ds)-1, int(float64(len(ds))*p/100))]
+}
+
+// WaitTerminal waits until n Tasks were seen terminal, or timeout.
+func (t *Tracker) WaitTerminal(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		_, term, _ := t.Counts()
+		if term >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			s, term, _ := t.Counts()
+			return fmt.Errorf("after %s: %d of %d Tasks started, %d terminal", timeout, s, n, term)
+		case <-t.changed:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Stop ends the watch.
+func (t *Tracker) Stop() { t.stop(); <-t.stoppedRun }
+
+// DeleteTasks deletes every Task in ns and waits until the operator has let them go. The
+// Tasks are deleted one by one (16 at a time): a single DELETE of the collection runs every
+// deletion through the admission webhooks within one request's timeout, which thousands of
+// Tasks exceed.
+func (e *Env) DeleteTasks(ctx context.Context, ns string, timeout time.Duration) error {
+	list := func() ([]metav1.PartialObjectMetadata, error) {
+		var l metav1.PartialObjectMetadataList
+		l.SetGroupVersionKind(taskv1.GroupVersion.WithKind("TaskList"))
+		err := e.Client.List(ctx, &l, client.InNamespace(ns))
+		return l.Items, err
+	}
+	items, err := list()
+	if err != nil {
+		return err
+	}
+	err = Parallel(ctx, len(items), 16, func(ctx context.Context, i int) error {
+		t := &taskv1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: items[i].Name}}
+		if err := e.Client.Delete(ctx, t); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete task %s/%s: %w", ns, t.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		items, err := list()
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Tasks in %s still there after %s", len(items), ns, timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Consistency is what a fault scenario must leave behind: every count but Tasks and Jobs zero.
+type Consistency struct {
+	Tasks, Jobs int
+	// Duplicates counts surplus Jobs: a second Job for the same run and attempt of a Task, or
+	// more Jobs for a Task than it counts attempts.
+	Duplicates int
+	// Orphans counts Jobs carrying the operator's Task label whose owner Task does not exist.
+	Orphans int
+	// NonTerminal counts Tasks neither Succeeded nor Failed.
+	NonTerminal int
+	// Failed counts Tasks that ended Failed (their pods were all meant to succeed).
+	Failed int
+	// Examples names a few offenders.
+	Examples []string
+}
+
+func (c *Consistency) example(format string, args ...any) {
+	if len(c.Examples) < 8 {
+		c.Examples = append(c.Examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// Check counts duplicate and orphaned Jobs and unfinished Tasks in ns.
+func (e *Env) Check(ctx context.Context, ns string) (Consistency, error) {
+	var c Consistency
+	var tasks taskv1.TaskList
+	if err := e.Client.List(ctx, &tasks, client.InNamespace(ns)); err != nil {
+		return c, err
+	}
+	var jobs batchv1.JobList
+	if err := e.Client.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{reconciler.LabelTaskName}); err != nil {
+		return c, err
+	}
+	c.Tasks, c.Jobs = len(tasks.Items), len(jobs.Items)
+	byUID := map[string]*taskv1.Task{}
+	byName := map[string]*taskv1.Task{}
+	for i := range tasks.Items {
+		t := &tasks.Items[i]
+		byUID[string(t.UID)], byName[t.Name] = t, t
+		switch t.Status.Phase {
+		case taskv1.PhaseSucceeded:
+		case taskv1.PhaseFailed:
+			c.Failed++
+			c.example("task %s failed: %s", t.Name, t.Status.LastError)
+		default:
+			c.NonTerminal++
+			c.example("task %s in phase %q", t.Name, t.Status.Phase)
+		}
+	}
+	perTask := map[string]int{}
+	perRun := map[string]int{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		owner := metav1.GetControllerOf(j)
+		if owner == nil || owner.Kind != "Task" || byUID[string(owner.UID)] == nil {
+			if j.DeletionTimestamp == nil {
+				c.Orphans++
+				c.example("job %s has no existing owner Task", j.Name)
+			}
+			continue
+		}
+		task := byUID[string(owner.UID)].Name
+		perTask[task]++
+		perRun[task+"\x00"+j.Labels[reconciler.LabelRun]+"\x00"+j.Labels[reconciler.LabelAttempt]]++
+	}
+	dupByTask := map[string]int{}
+	for key, n := range perRun {
+		if n > 1 {
+			task, _, _ := strings.Cut(key, "\x00")
+			dupByTask[task] += n - 1
+		}
+	}
+	for name, n := range perTask {
+		extra := dupByTask[name]
+		if attempts := int(byName[name].Status.Attempts); n-attempts > extra {
+			extra = n - attempts
+		}
+		if extra > 0 {
+			c.Duplicates += extra
+			c.example("task %s: %d Jobs for %d attempts", name, n, byName[name].Status.Attempts)
+		}
+	}
+	return c, nil
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
