@@ -205,7 +205,7 @@ func (e *Env) StoredVersions(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	resp, err := c.Get(ctx, EtcdTaskPrefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, err

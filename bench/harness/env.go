@@ -152,7 +152,7 @@ func (e *Env) Logf(format string, args ...any) {
 // Close stops every operator, the proxy and the control plane.
 func (e *Env) Close() {
 	for _, o := range e.ops {
-		e.stop(o, 10*time.Second)
+		_ = e.stop(o, 10*time.Second)
 	}
 	e.ops = nil
 	if e.proxy != nil {

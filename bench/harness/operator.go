@@ -204,7 +204,7 @@ func (o *Operator) waitServing(ctx context.Context, timeout time.Duration) error
 			d := &net.Dialer{Timeout: 2 * time.Second}
 			conn, err := tls.DialWithDialer(d, "tcp", o.WebhookAddr(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that a certificate is served
 			if err == nil {
-				conn.Close()
+				_ = conn.Close()
 				return nil
 			}
 		}

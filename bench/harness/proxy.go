@@ -57,7 +57,7 @@ func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	p.mu.Unlock()
 	p.ln.Close()
@@ -102,7 +102,7 @@ func (p *Proxy) serve() {
 }
 
 func (p *Proxy) handle(client net.Conn) {
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	var upstream net.Conn
 	for _, addr := range p.candidates() {
 		u, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -114,7 +114,7 @@ func (p *Proxy) handle(client net.Conn) {
 	if upstream == nil {
 		return
 	}
-	defer upstream.Close()
+	defer func() { _ = upstream.Close() }()
 	if !p.track(client, true) || !p.track(upstream, true) {
 		return
 	}

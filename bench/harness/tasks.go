@@ -117,8 +117,10 @@ func (e *Env) Track(ctx context.Context, ns string) *Tracker {
 	}
 	res := e.Dyn.Resource(TaskGVR("v1")).Namespace(ns)
 	lw := &toolscache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return res.Watch(ctx, o)
 		},
 	}
