@@ -9,6 +9,7 @@ import (
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/task-operator/config"
@@ -36,10 +37,10 @@ func PointAtLocalServer(ctx context.Context, c client.Client, o Options) error {
 	for i := range validating.Webhooks {
 		validating.Webhooks[i].ClientConfig = o.localClientConfig(validating.Webhooks[i].ClientConfig)
 	}
-	if err := upsertMutating(ctx, c, mutating); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return upsertMutating(ctx, c, mutating) }); err != nil {
 		return err
 	}
-	return upsertValidating(ctx, c, validating)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return upsertValidating(ctx, c, validating) })
 }
 
 func (o Options) localClientConfig(in admissionv1.WebhookClientConfig) admissionv1.WebhookClientConfig {
@@ -50,7 +51,13 @@ func (o Options) localClientConfig(in admissionv1.WebhookClientConfig) admission
 	return admissionv1.WebhookClientConfig{URL: &url}
 }
 
+// pointCRDConversion retries on conflicts: right after the CRD is created the apiserver itself
+// writes it (its status and established condition).
 func pointCRDConversion(ctx context.Context, c client.Client, o Options) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return pointCRDConversionOnce(ctx, c, o) })
+}
+
+func pointCRDConversionOnce(ctx context.Context, c client.Client, o Options) error {
 	crd := &apix.CustomResourceDefinition{}
 	if err := c.Get(ctx, client.ObjectKey{Name: o.CRDName}, crd); err != nil {
 		return fmt.Errorf("get CRD %s (is it installed?): %w", o.CRDName, err)
