@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 )
 
@@ -35,7 +34,6 @@ type handler struct {
 // reviewEnvelope is the part of a ConversionReview this handler inspects before delegating.
 type reviewEnvelope struct {
 	Request *struct {
-		UID               string `json:"uid"`
 		DesiredAPIVersion string `json:"desiredAPIVersion"`
 	} `json:"request"`
 }
@@ -44,16 +42,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
 	if err != nil || len(body) > maxReviewBytes {
-		writeFailure(w, "", fmt.Sprintf("read ConversionReview: body unreadable or over %d bytes", maxReviewBytes))
+		writeFailure(w, fmt.Sprintf("read ConversionReview: body unreadable or over %d bytes", maxReviewBytes))
 		return
 	}
 	var envelope reviewEnvelope
 	if err := json.Unmarshal(body, &envelope); err != nil {
-		writeFailure(w, "", "malformed ConversionReview: "+err.Error())
+		writeFailure(w, "malformed ConversionReview: "+err.Error())
 		return
 	}
 	if envelope.Request == nil {
-		writeFailure(w, "", "malformed ConversionReview: no request")
+		writeFailure(w, "malformed ConversionReview: no request")
 		return
 	}
 	to := envelope.Request.DesiredAPIVersion
@@ -68,12 +66,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	requestsTotal.WithLabelValues(to, result).Inc()
 }
 
-func writeFailure(w http.ResponseWriter, uid, message string) {
+func writeFailure(w http.ResponseWriter, message string) {
 	requestsTotal.WithLabelValues("", "malformed").Inc()
 	review := apix.ConversionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
 		Response: &apix.ConversionResponse{
-			UID:    types.UID(uid),
 			Result: metav1.Status{Status: metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonBadRequest, Code: http.StatusBadRequest},
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,35 +26,12 @@ type operatorProcess struct {
 	done        chan struct{}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func buildOperator(dir string) (string, error) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "task-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/task-operator")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build operator: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
 func startOperator(ctx context.Context, cp *controlplane.ControlPlane) (*operatorProcess, error) {
 	dir, err := os.MkdirTemp("", "task-operator-e2e-")
 	if err != nil {
 		return nil, err
 	}
-	bin, err := buildOperator(dir)
+	bin, err := controlplane.BuildOperator(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +40,7 @@ func startOperator(ctx context.Context, cp *controlplane.ControlPlane) (*operato
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = controlplane.FreePort(); err != nil {
 			return nil, err
 		}
 	}

@@ -205,7 +205,7 @@ func startConversionWebhook(ctx context.Context) (string, []byte, error) {
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
 		return "", nil, err
 	}
-	port, err := freePort()
+	port, err := controlplane.FreePort()
 	if err != nil {
 		return "", nil, err
 	}
@@ -270,15 +270,6 @@ func selfSignedCert() (certPEM, keyPEM []byte, err error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // etcdPrefix is where the apiserver keeps the Tasks (envtest uses the default /registry).

@@ -34,6 +34,8 @@ import (
 	"example.com/task-operator/config"
 	"example.com/task-operator/conversion"
 	"example.com/task-operator/webhook"
+
+	"example.com/task-operator/e2e/controlplane"
 )
 
 // CRDName is the Task CRD.
@@ -251,7 +253,7 @@ func StartConversionWebhook(ctx context.Context) (*ConversionWebhook, error) {
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := controlplane.FreePort()
 	if err != nil {
 		return nil, err
 	}

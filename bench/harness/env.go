@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -105,7 +103,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		}
 	}()
 	e.Logf("building the operator")
-	if e.bin, err = buildOperator(e.Dir); err != nil {
+	if e.bin, err = controlplane.BuildOperator(e.Dir); err != nil {
 		return nil, err
 	}
 	e.Logf("starting the control plane (%d fake nodes)", opts.Nodes)
@@ -168,20 +166,6 @@ func (e *Env) Close() {
 	} else if e.Dir != "" {
 		_ = os.RemoveAll(e.Dir)
 	}
-}
-
-func buildOperator(dir string) (string, error) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "task-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/task-operator")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build operator: %w\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // EnsureNamespace creates ns unless it exists.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/task-operator/e2e/controlplane"
 )
 
 // Operator is one operator process ("replica") running outside the cluster, as `make run`
@@ -127,15 +129,6 @@ func (o *Operator) Tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // launch starts the process; it does not wait for readiness.
 func (e *Env) launch(name string, leaderElect bool) (*Operator, error) {
 	e.seq++
@@ -147,7 +140,7 @@ func (e *Env) launch(name string, leaderElect bool) (*Operator, error) {
 	o.logPath = filepath.Join(o.dir, "operator.log")
 	for _, p := range []*int{&o.webhookPort, &o.metricsPort, &o.probePort} {
 		var err error
-		if *p, err = freePort(); err != nil {
+		if *p, err = controlplane.FreePort(); err != nil {
 			return nil, err
 		}
 	}
