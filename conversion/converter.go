@@ -20,16 +20,6 @@ func NewConverter() func(*runtime.Scheme) (conversion.Converter, error) {
 	)
 }
 
-// AddToScheme registers every served version of Task.
-func AddToScheme(s *runtime.Scheme) error {
-	for _, add := range []func(*runtime.Scheme) error{taskv1.AddToScheme, v1beta1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func copyConditions(in []metav1.Condition) []metav1.Condition {
 	if in == nil {
 		return nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/task-operator/apis/install"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -78,7 +80,7 @@ func FuzzConvert(f *testing.F) {
 
 func newTestHandler(t testing.TB) http.Handler {
 	scheme := runtime.NewScheme()
-	if err := AddToScheme(scheme); err != nil {
+	if err := install.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	registry := conversion.NewRegistry()

@@ -16,7 +16,7 @@ import (
 
 var (
 	t0       = metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	backoffs = defaultBackoff()
+	backoffs = taskv1.DefaultBackoff()
 )
 
 func TestV1alpha1FieldMapping(t *testing.T) {

@@ -3,8 +3,6 @@ package conversion
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 )
@@ -47,7 +45,7 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(src.Spec.Type)},
 		Parallelism: src.Spec.Replicas,
-		Retry:       &taskv1.RetryPolicy{MaxRetries: src.Spec.MaxRetry, Backoff: defaultBackoff()},
+		Retry:       &taskv1.RetryPolicy{MaxRetries: src.Spec.MaxRetry, Backoff: taskv1.DefaultBackoff()},
 	}
 	for _, t := range v1alpha1Types {
 		if src.Spec.Type == t.spoke {
@@ -109,16 +107,5 @@ func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {
 	}
 	if st.Attempts > 1 {
 		dst.Status.RetryCount = st.Attempts - 1
-	}
-}
-
-// defaultBackoff is what the v1 schema defaults an absent backoff to. Up-conversion fills it
-// in so that a Task written at an old version reads back at v1 exactly as if written there,
-// and so that reading such a Task at its old version needs no preserved fields.
-func defaultBackoff() *taskv1.Backoff {
-	return &taskv1.Backoff{
-		Initial: &metav1.Duration{Duration: taskv1.DefaultBackoffInitial},
-		Factor:  taskv1.DefaultBackoffFactor,
-		Max:     &metav1.Duration{Duration: taskv1.DefaultBackoffMax},
 	}
 }

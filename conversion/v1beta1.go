@@ -41,7 +41,7 @@ func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(spec.Runner.Type)},
 		Parallelism: spec.Parallelism,
-		Retry:       &taskv1.RetryPolicy{MaxRetries: spec.MaxRetries, Backoff: defaultBackoff()},
+		Retry:       &taskv1.RetryPolicy{MaxRetries: spec.MaxRetries, Backoff: taskv1.DefaultBackoff()},
 		Suspend:     spec.Suspend,
 	}
 	if s := spec.Runner.Shell; s != nil {

@@ -9,13 +9,14 @@ import (
 	"os"
 	"testing"
 
+	"example.com/task-operator/apis/install"
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"example.com/task-operator/conversion"
 	"example.com/task-operator/e2e/controlplane"
 )
 
@@ -48,7 +49,7 @@ func runSuite(m *testing.M) (code int) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
-	if err := conversion.AddToScheme(scheme); err != nil {
+	if err := install.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
 	if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {

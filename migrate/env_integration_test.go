@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/task-operator/apis/install"
+
 	"github.com/go-logr/logr"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -211,7 +213,7 @@ func startConversionWebhook(ctx context.Context) (string, []byte, error) {
 	}
 
 	scheme := runtime.NewScheme()
-	if err := conversion.AddToScheme(scheme); err != nil {
+	if err := install.AddToScheme(scheme); err != nil {
 		return "", nil, err
 	}
 	converter, err := conversion.NewConverter()(scheme)

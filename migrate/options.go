@@ -25,7 +25,7 @@ import (
 
 // Defaults applied by Run to zero-valued Options fields.
 const (
-	DefaultCRDName          = "tasks.example.com"
+	DefaultCRDName          = taskv1.CRDName
 	DefaultPageSize         = 500
 	DefaultConcurrency      = 4
 	DefaultProgressInterval = 10 * time.Second

@@ -17,9 +17,6 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 )
 
-// TaskResource is the group and resource of Task, as a StorageVersionMigration names it.
-var TaskResource = metav1.GroupResource{Group: taskv1.GroupVersion.Group, Resource: "tasks"}
-
 // svmPollInterval is how often RunStorageVersionMigration looks at the migration's status.
 const svmPollInterval = 200 * time.Millisecond
 
@@ -43,7 +40,7 @@ func RunStorageVersionMigration(ctx context.Context, cfg *rest.Config, name stri
 	if err != nil {
 		return 0, fmt.Errorf("storage version migration: %w", err)
 	}
-	crdName := TaskResource.Resource + "." + TaskResource.Group
+	crdName := taskv1.CRDName
 	crd, err := ax.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("storage version migration: read CRD %s: %w", crdName, err)
@@ -56,7 +53,7 @@ func RunStorageVersionMigration(ctx context.Context, cfg *rest.Config, name stri
 	svms := kube.StoragemigrationV1().StorageVersionMigrations()
 	_, err = svms.Create(ctx, &svmv1.StorageVersionMigration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       svmv1.StorageVersionMigrationSpec{Resource: TaskResource},
+		Spec:       svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource(taskv1.GroupResource)},
 	}, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return 0, fmt.Errorf("storage version migration: create %s: %w", name, err)

@@ -6,22 +6,9 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
-// defaultMaxRetries is what the schema defaults retry.maxRetries to; it applies when a Task
-// reaches the controller without a retry policy (never through the API server, which defaults
-// the whole policy).
-const defaultMaxRetries = 3
-
-// maxRetriesOf is how many times a failed run of task may be retried.
-func maxRetriesOf(task *v1.Task) int32 {
-	if task.Spec.Retry == nil {
-		return defaultMaxRetries
-	}
-	return max(0, task.Spec.Retry.MaxRetries)
-}
-
 // canRetry reports whether a run whose attempt failed may have another attempt.
 func canRetry(task *v1.Task, attempt int32) bool {
-	return attempt-1 < maxRetriesOf(task)
+	return attempt-1 < v1.MaxRetriesOf(task)
 }
 
 // backoffOf returns the Task's backoff, or nil for the defaults.

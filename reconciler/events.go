@@ -9,18 +9,6 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
-// Event reasons recorded on Tasks.
-const (
-	EventJobCreated       = "JobCreated"
-	EventJobCreateFailed  = "JobCreateFailed"
-	EventJobReplaced      = "JobReplaced"
-	EventSucceeded        = "Succeeded"
-	EventRunFailed        = "RunFailed"
-	EventRetryScheduled   = "RetryScheduled"
-	EventRetriesExhausted = "RetriesExhausted"
-	EventMissedRun        = "MissedRun"
-)
-
 // eventSpec is one Event to record on the Task.
 type eventSpec struct {
 	Type, Reason, Action, Note string
@@ -46,25 +34,25 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		j := findJob(jobs, ref.Name)
 		switch {
 		case j != nil && j.State == jobSucceeded:
-			out = append(out, normal(EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)))
+			out = append(out, normal(v1.EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)))
 		case j != nil && j.State == jobFailed:
-			out = append(out, warning(EventRunFailed, "Fail", j.failure()))
+			out = append(out, warning(v1.EventRunFailed, "Fail", j.failure()))
 			if !canRetry(task, j.Run.Attempt) {
-				out = append(out, warning(EventRetriesExhausted, "Fail",
-					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, maxRetriesOf(task))))
+				out = append(out, warning(v1.EventRetriesExhausted, "Fail",
+					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, v1.MaxRetriesOf(task))))
 			}
 		case j != nil && j.Replaced:
 			// Told when it was replaced.
 		default:
-			out = append(out, warning(EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before it finished", ref.Name)))
+			out = append(out, warning(v1.EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before it finished", ref.Name)))
 		}
 	}
 	if next.Phase == v1.PhaseRetrying && (prior.Phase != v1.PhaseRetrying || prior.Attempts != next.Attempts) && next.NextRunTime != nil {
-		out = append(out, normal(EventRetryScheduled, "Retry", fmt.Sprintf("attempt %d of %d at %s",
-			next.Attempts+1, maxRetriesOf(task)+1, next.NextRunTime.UTC().Format(time.RFC3339))))
+		out = append(out, normal(v1.EventRetryScheduled, "Retry", fmt.Sprintf("attempt %d of %d at %s",
+			next.Attempts+1, v1.MaxRetriesOf(task)+1, next.NextRunTime.UTC().Format(time.RFC3339))))
 	}
-	if next.Phase == v1.PhaseFailed && prior.Phase != v1.PhaseFailed && !hasEvent(out, EventRetriesExhausted) {
-		out = append(out, warning(EventRetriesExhausted, "Fail", next.LastError))
+	if next.Phase == v1.PhaseFailed && prior.Phase != v1.PhaseFailed && !hasEvent(out, v1.EventRetriesExhausted) {
+		out = append(out, warning(v1.EventRetriesExhausted, "Fail", next.LastError))
 	}
 	return out
 }

@@ -18,7 +18,6 @@ import (
 
 	v1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/e2e/controlplane"
-	"example.com/task-operator/reconciler"
 )
 
 const (
@@ -43,7 +42,7 @@ func TestSuccess(t *testing.T) {
 			t.Errorf("condition %s = %+v, want True at generation %d", typ, c, got.Generation)
 		}
 	}
-	if !slices.Contains(got.Finalizers, reconciler.FinalizerJobs) {
+	if !slices.Contains(got.Finalizers, v1.FinalizerJobs) {
 		t.Errorf("finalizers = %v", got.Finalizers)
 	}
 
@@ -64,13 +63,13 @@ func TestSuccess(t *testing.T) {
 			*job.Spec.BackoffLimit, *job.Spec.Parallelism, *job.Spec.Completions, job.Spec.Template.Spec.RestartPolicy)
 	}
 	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-		if labels["team"] != "blue" || labels[reconciler.LabelTaskName] != "ok" || labels[reconciler.LabelRun] != "1" {
+		if labels["team"] != "blue" || labels[v1.LabelTaskName] != "ok" || labels[v1.LabelRun] != "1" {
 			t.Errorf("labels = %v", labels)
 		}
 	}
 	e.eventually("events", func() (bool, string) {
 		reasons := e.eventReasons(got)
-		return slices.Contains(reasons, reconciler.EventJobCreated) && slices.Contains(reasons, reconciler.EventSucceeded), fmt.Sprint(reasons)
+		return slices.Contains(reasons, v1.EventJobCreated) && slices.Contains(reasons, v1.EventSucceeded), fmt.Sprint(reasons)
 	})
 	checkMetrics(t)
 }
@@ -125,7 +124,7 @@ func TestRetriesExhausted(t *testing.T) {
 	}
 	e.eventually("events", func() (bool, string) {
 		reasons := e.eventReasons(got)
-		return slices.Contains(reasons, reconciler.EventRetryScheduled) && slices.Contains(reasons, reconciler.EventRetriesExhausted), fmt.Sprint(reasons)
+		return slices.Contains(reasons, v1.EventRetryScheduled) && slices.Contains(reasons, v1.EventRetriesExhausted), fmt.Sprint(reasons)
 	})
 }
 

@@ -59,9 +59,9 @@ func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 func jobLabels(task *v1.Task, run runID) map[string]string {
 	labels := make(map[string]string, len(task.Labels)+3)
 	maps.Copy(labels, task.Labels)
-	labels[LabelTaskName] = labelValue(task.Name)
-	labels[LabelRun] = run.runLabel()
-	labels[LabelAttempt] = strconv.Itoa(int(run.Attempt))
+	labels[v1.LabelTaskName] = labelValue(task.Name)
+	labels[v1.LabelRun] = run.runLabel()
+	labels[v1.LabelAttempt] = strconv.Itoa(int(run.Attempt))
 	return labels
 }
 
@@ -69,7 +69,7 @@ func jobAnnotations(run runID) map[string]string {
 	if !run.isScheduled() {
 		return nil
 	}
-	return map[string]string{AnnotationScheduledTime: run.Scheduled.UTC().Format(time.RFC3339)}
+	return map[string]string{v1.AnnotationScheduledTime: run.Scheduled.UTC().Format(time.RFC3339)}
 }
 
 func ownerRef(task *v1.Task) metav1.OwnerReference {

@@ -16,7 +16,7 @@ import (
 func TestBuildJob(t *testing.T) {
 	opts := Options{}.withDefaults()
 	task := newTask(func(t *v1.Task) {
-		t.Labels = map[string]string{"team": "a", "e2e.example.com/outcome": "fail", LabelRun: "spoofed"}
+		t.Labels = map[string]string{"team": "a", "e2e.example.com/outcome": "fail", v1.LabelRun: "spoofed"}
 		t.Spec.Parallelism = 3
 		t.Spec.Timeout = dur(1500 * time.Millisecond)
 		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
@@ -28,7 +28,7 @@ func TestBuildJob(t *testing.T) {
 	}
 	wantLabels := map[string]string{
 		"team": "a", "e2e.example.com/outcome": "fail",
-		LabelTaskName: "t", LabelRun: "2", LabelAttempt: "2",
+		v1.LabelTaskName: "t", v1.LabelRun: "2", v1.LabelAttempt: "2",
 	}
 	if diff := cmp.Diff(wantLabels, job.Labels); diff != "" {
 		t.Errorf("job labels (-want +got):\n%s", diff)
@@ -86,10 +86,10 @@ func TestBuildJobScheduled(t *testing.T) {
 	if job.Name != "t-1767225660-2" {
 		t.Errorf("name = %s", job.Name)
 	}
-	if job.Labels[LabelRun] != "1767225660" || job.Labels[LabelAttempt] != "2" {
+	if job.Labels[v1.LabelRun] != "1767225660" || job.Labels[v1.LabelAttempt] != "2" {
 		t.Errorf("labels = %v", job.Labels)
 	}
-	if got := job.Annotations[AnnotationScheduledTime]; got != "2026-01-01T00:01:00Z" {
+	if got := job.Annotations[v1.AnnotationScheduledTime]; got != "2026-01-01T00:01:00Z" {
 		t.Errorf("scheduled-time annotation = %q", got)
 	}
 	// The Job reads back as the run it was built for.

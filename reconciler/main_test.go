@@ -277,7 +277,7 @@ func (e *env) update(name string, mut func(*v1.Task)) {
 func (e *env) jobs(taskName string) []batchv1.Job {
 	e.t.Helper()
 	var list batchv1.JobList
-	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{reconciler.LabelTaskName: taskName}); err != nil {
+	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{v1.LabelTaskName: taskName}); err != nil {
 		e.t.Fatalf("list jobs: %v", err)
 	}
 	return list.Items
@@ -286,7 +286,7 @@ func (e *env) jobs(taskName string) []batchv1.Job {
 func (e *env) pods(taskName string) []corev1.Pod {
 	e.t.Helper()
 	var list corev1.PodList
-	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{reconciler.LabelTaskName: taskName}); err != nil {
+	if err := e.c.List(e.t.Context(), &list, client.InNamespace(e.ns), client.MatchingLabels{v1.LabelTaskName: taskName}); err != nil {
 		e.t.Fatalf("list pods: %v", err)
 	}
 	return list.Items

@@ -23,7 +23,7 @@ type runID struct {
 
 func (r runID) isScheduled() bool { return !r.Scheduled.IsZero() }
 
-// runLabel is the value of LabelRun: the attempt for a one-shot run, the schedule time in Unix
+// runLabel is the value of v1.LabelRun: the attempt for a one-shot run, the schedule time in Unix
 // seconds for a scheduled one.
 func (r runID) runLabel() string {
 	if r.isScheduled() {

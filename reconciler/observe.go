@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "example.com/task-operator/apis/v1"
 )
 
 // jobState is where a Job is in its life, as far as its Task cares.
@@ -100,10 +102,10 @@ func observeJob(job *batchv1.Job) observedJob {
 // edited) reads as attempt 0 of an unscheduled run, which sorts before every real run.
 func runOfJob(job *batchv1.Job) runID {
 	var r runID
-	if n, err := strconv.ParseInt(job.Labels[LabelAttempt], 10, 32); err == nil {
+	if n, err := strconv.ParseInt(job.Labels[v1.LabelAttempt], 10, 32); err == nil {
 		r.Attempt = int32(n)
 	}
-	if ts, ok := job.Annotations[AnnotationScheduledTime]; ok {
+	if ts, ok := job.Annotations[v1.AnnotationScheduledTime]; ok {
 		if t, err := time.Parse(time.RFC3339, ts); err == nil {
 			r.Scheduled = t.UTC()
 		}

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	v1 "example.com/task-operator/apis/v1"
 )
 
 func TestObserveJob(t *testing.T) {
@@ -18,7 +20,7 @@ func TestObserveJob(t *testing.T) {
 	job := func(mut func(j *batchv1.Job)) *batchv1.Job {
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
 			Name: "t-1", UID: "u1", CreationTimestamp: metav1.NewTime(created),
-			Labels: map[string]string{LabelRun: "1", LabelAttempt: "1"},
+			Labels: map[string]string{v1.LabelRun: "1", v1.LabelAttempt: "1"},
 		}}
 		if mut != nil {
 			mut(j)
@@ -71,8 +73,8 @@ func TestObserveJob(t *testing.T) {
 		{
 			name: "suspended scheduled retry being deleted",
 			job: job(func(j *batchv1.Job) {
-				j.Labels[LabelAttempt] = "2"
-				j.Annotations = map[string]string{AnnotationScheduledTime: "2026-01-01T09:00:00Z"}
+				j.Labels[v1.LabelAttempt] = "2"
+				j.Annotations = map[string]string{v1.AnnotationScheduledTime: "2026-01-01T09:00:00Z"}
 				j.Spec.Suspend = ptr.To(true)
 				j.DeletionTimestamp = &metav1.Time{Time: done}
 			}),

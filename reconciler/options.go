@@ -8,7 +8,7 @@ import (
 
 // Options configures the Task controller. The zero value is usable: every field has a default.
 type Options struct {
-	// MaxConcurrentReconciles is how many Tasks are reconciled at once. Default 1.
+	// MaxConcurrentReconciles is how many Tasks are reconciled at once. Default 4.
 	MaxConcurrentReconciles int
 	// RateLimiterBaseDelay and RateLimiterMaxDelay bound the per-Task exponential backoff after
 	// a failed reconcile. Defaults 50ms and 1000s.
@@ -24,7 +24,7 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultMaxConcurrentReconciles = 1
+	DefaultMaxConcurrentReconciles = 4
 	DefaultRateLimiterBaseDelay    = 50 * time.Millisecond
 	DefaultRateLimiterMaxDelay     = 1000 * time.Second
 	DefaultShellImage              = "busybox:1.37"

@@ -69,17 +69,17 @@ func TestPatchHelper(t *testing.T) {
 		},
 		{
 			name:   "finalizer only, guarded by the resourceVersion",
-			change: func(t *v1.Task) { t.Finalizers = append(t.Finalizers, FinalizerJobs) },
-			want:   []sentPatch{{data: `{"metadata":{"finalizers":["` + FinalizerJobs + `"],"resourceVersion":"RV"}}`}},
+			change: func(t *v1.Task) { t.Finalizers = append(t.Finalizers, v1.FinalizerJobs) },
+			want:   []sentPatch{{data: `{"metadata":{"finalizers":["` + v1.FinalizerJobs + `"],"resourceVersion":"RV"}}`}},
 		},
 		{
 			name: "finalizer and status",
 			change: func(t *v1.Task) {
-				t.Finalizers = append(t.Finalizers, FinalizerJobs)
+				t.Finalizers = append(t.Finalizers, v1.FinalizerJobs)
 				t.Status.Phase = v1.PhasePending
 			},
 			want: []sentPatch{
-				{data: `{"metadata":{"finalizers":["` + FinalizerJobs + `"],"resourceVersion":"RV"}}`},
+				{data: `{"metadata":{"finalizers":["` + v1.FinalizerJobs + `"],"resourceVersion":"RV"}}`},
 				{subresource: "status", data: `{"status":{"phase":"Pending"}}`},
 			},
 		},
@@ -126,7 +126,7 @@ func TestPatchHelperConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newPatchHelper(c, stale, nil)
-	stale.Finalizers = append(stale.Finalizers, FinalizerJobs)
+	stale.Finalizers = append(stale.Finalizers, v1.FinalizerJobs)
 	if err := h.Patch(context.Background(), stale); err == nil {
 		t.Fatal("a finalizer patch from a stale copy went through")
 	}

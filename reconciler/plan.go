@@ -8,13 +8,6 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
-// Default history limits of a scheduled Task, like a CronJob's. A one-shot Task keeps all its
-// Jobs unless its spec sets a limit.
-const (
-	defaultSuccessfulJobsHistoryLimit = 3
-	defaultFailedJobsHistoryLimit     = 1
-)
-
 // plan is what the controller does in one reconcile. Executing it and computing the status
 // again with the result gives the status to write.
 type plan struct {
@@ -113,7 +106,7 @@ func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 func historyLimits(task *v1.Task) (succeeded, failed int) {
 	succeeded, failed = -1, -1
 	if task.Spec.Schedule != nil {
-		succeeded, failed = defaultSuccessfulJobsHistoryLimit, defaultFailedJobsHistoryLimit
+		succeeded, failed = v1.DefaultSuccessfulJobsHistoryLimit, v1.DefaultFailedJobsHistoryLimit
 	}
 	if l := task.Spec.SuccessfulJobsHistoryLimit; l != nil {
 		succeeded = int(*l)

@@ -212,7 +212,7 @@ func TestReconcileOneShot(t *testing.T) {
 		t.Errorf("finished: result %+v, want no requeue", res)
 	}
 	evs := e.drainEvents()
-	for _, reason := range []string{EventJobCreated, EventRunFailed, EventRetryScheduled, EventSucceeded} {
+	for _, reason := range []string{v1.EventJobCreated, v1.EventRunFailed, v1.EventRetryScheduled, v1.EventSucceeded} {
 		if !containsReason(evs, reason) {
 			t.Errorf("no %s event in %q", reason, evs)
 		}
@@ -245,7 +245,7 @@ func containsReason(evs []string, reason string) bool {
 // TestReconcileAdoptsExistingJob: after a crash between creating a Job and storing the status,
 // the next reconcile finds the Job and creates no other.
 func TestReconcileAdoptsExistingJob(t *testing.T) {
-	task := newTask(func(t *v1.Task) { t.Finalizers = []string{FinalizerJobs} })
+	task := newTask(func(t *v1.Task) { t.Finalizers = []string{v1.FinalizerJobs} })
 	e := newFakeEnv(t, task)
 	job := buildJob(task, e.r.opts, runID{Attempt: 1})
 	if err := e.c.Create(context.Background(), job); err != nil {

@@ -102,12 +102,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // ensureFinalizer adds the finalizer and stores it before any Job exists, so no Job can
 // outlive its Task unnoticed.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
-	if !controllerutil.AddFinalizer(s.task, FinalizerJobs) {
+	if !controllerutil.AddFinalizer(s.task, v1.FinalizerJobs) {
 		return false, nil
 	}
 	if err := s.patch.Patch(ctx, s.task); err != nil {
 		// Leave it to the next reconcile rather than to the deferred patch.
-		controllerutil.RemoveFinalizer(s.task, FinalizerJobs)
+		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
 		return true, fmt.Errorf("add finalizer: %w", err)
 	}
 	return false, nil
@@ -118,7 +118,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error
 func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 	var list batchv1.JobList
 	if err := r.client.List(ctx, &list, client.InNamespace(s.task.Namespace),
-		client.MatchingLabels{LabelTaskName: labelValue(s.task.Name)}); err != nil {
+		client.MatchingLabels{v1.LabelTaskName: labelValue(s.task.Name)}); err != nil {
 		return true, fmt.Errorf("list jobs of task %s: %w", s.task.Name, err)
 	}
 	names := map[string]bool{}
@@ -206,7 +206,7 @@ func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 		if j := findJob(s.jobs, o.Name); j != nil {
 			j.Gone, j.Replaced = true, true
 		}
-		r.record(s.task, normal(EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
+		r.record(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
 	}
 	return nil
@@ -229,7 +229,7 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		}
 	case err != nil:
 		jobCreationErrors.Inc()
-		r.record(s.task, warning(EventJobCreateFailed, "Create", fmt.Sprintf("create Job %s: %v", job.Name, err)))
+		r.record(s.task, warning(v1.EventJobCreateFailed, "Create", fmt.Sprintf("create Job %s: %v", job.Name, err)))
 		return fmt.Errorf("create job %s: %w", job.Name, err)
 	default:
 		s.log.Info("created Job", "job", job.Name, "attempt", run.Attempt)
@@ -237,7 +237,7 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		if run.Attempt > 1 {
 			retries.Inc()
 		}
-		r.record(s.task, normal(EventJobCreated, "Create", fmt.Sprintf("created Job %s (attempt %d)", job.Name, run.Attempt)))
+		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (attempt %d)", job.Name, run.Attempt)))
 	}
 	r.expect.created(s.task, job.Name, s.now)
 	s.cached[job.Name] = job
@@ -258,7 +258,7 @@ func (r *Reconciler) recordSchedule(_ context.Context, s *scope) error {
 	}
 	st.MissedRuns += s.plan.missed
 	if s.plan.missed > 0 {
-		s.events = append(s.events, warning(EventMissedRun, "Skip", s.plan.missedReason))
+		s.events = append(s.events, warning(v1.EventMissedRun, "Skip", s.plan.missedReason))
 	}
 	return nil
 }
@@ -315,12 +315,12 @@ func (r *Reconciler) summarize(s *scope) {
 // reconcileDelete deletes every Job of the Task, read from the API server rather than the cache
 // so that a Job created a moment ago is not missed, then lets the Task go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
-	if !controllerutil.ContainsFinalizer(s.task, FinalizerJobs) {
+	if !controllerutil.ContainsFinalizer(s.task, v1.FinalizerJobs) {
 		return nil
 	}
 	var list batchv1.JobList
 	if err := r.apiReader.List(ctx, &list, client.InNamespace(s.task.Namespace),
-		client.MatchingLabels{LabelTaskName: labelValue(s.task.Name)}); err != nil {
+		client.MatchingLabels{v1.LabelTaskName: labelValue(s.task.Name)}); err != nil {
 		return fmt.Errorf("list jobs of task %s: %w", s.task.Name, err)
 	}
 	var errs []error
@@ -334,7 +334,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	controllerutil.RemoveFinalizer(s.task, FinalizerJobs)
+	controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
 	r.expect.forget(client.ObjectKeyFromObject(s.task))
 	return nil
 }
@@ -345,9 +345,9 @@ func (r *Reconciler) tell(s *scope) {
 	for _, e := range s.events {
 		r.record(s.task, e)
 		switch e.Reason {
-		case EventSucceeded:
+		case v1.EventSucceeded:
 			runsSucceeded.Inc()
-		case EventRunFailed:
+		case v1.EventRunFailed:
 			runsFailed.Inc()
 		}
 	}

@@ -1,14 +1,7 @@
 package reconciler
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"time"
-	// Time zones must resolve even in an image without /usr/share/zoneinfo.
-	_ "time/tzdata"
-
-	"github.com/robfig/cron/v3"
 
 	v1 "example.com/task-operator/apis/v1"
 )
@@ -16,40 +9,6 @@ import (
 // maxDueScan bounds how many schedule times one reconcile walks through; past it (a schedule
 // of seconds and an operator that was down for days) the rest are caught up on the next pass.
 const maxDueScan = 10000
-
-// schedule is a parsed spec.schedule: the cron schedule evaluated in the Task's time zone.
-type schedule struct {
-	cron cron.Schedule
-	loc  *time.Location
-}
-
-// Next is the first schedule time strictly after t, or the zero time if there is none.
-func (s schedule) Next(t time.Time) time.Time {
-	return s.cron.Next(t.In(s.loc))
-}
-
-// parseSchedule reads a five-field cron expression or descriptor (@hourly, @every 5m) and the
-// IANA time zone (empty is UTC).
-func parseSchedule(s *v1.Schedule) (schedule, error) {
-	if s == nil {
-		return schedule{}, errors.New("no schedule")
-	}
-	spec := strings.TrimSpace(s.Cron)
-	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return schedule{}, fmt.Errorf("cron %q: set the time zone in spec.schedule.timeZone, not in the expression", s.Cron)
-	}
-	c, err := cron.ParseStandard(spec)
-	if err != nil {
-		return schedule{}, fmt.Errorf("cron %q: %w", s.Cron, err)
-	}
-	loc := time.UTC
-	if s.TimeZone != "" {
-		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return schedule{}, fmt.Errorf("time zone %q: %w", s.TimeZone, err)
-		}
-	}
-	return schedule{cron: c, loc: loc}, nil
-}
 
 // due is what the schedule asks for at a given moment.
 type due struct {
@@ -65,7 +24,7 @@ type due struct {
 }
 
 // dueRun walks the schedule times after `after` up to now.
-func dueRun(s schedule, after, now time.Time) due {
+func dueRun(s v1.CronSchedule, after, now time.Time) due {
 	var d due
 	t := s.Next(after)
 	for n := 0; !t.IsZero() && !t.After(now); n++ {

@@ -9,37 +9,13 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
-func mustSchedule(t *testing.T, cronSpec, tz string) schedule {
+func mustSchedule(t *testing.T, cronSpec, tz string) v1.CronSchedule {
 	t.Helper()
-	s, err := parseSchedule(&v1.Schedule{Cron: cronSpec, TimeZone: tz})
+	s, err := v1.ParseSchedule(&v1.Schedule{Cron: cronSpec, TimeZone: tz})
 	if err != nil {
-		t.Fatalf("parseSchedule(%q, %q): %v", cronSpec, tz, err)
+		t.Fatalf("v1.ParseSchedule(%q, %q): %v", cronSpec, tz, err)
 	}
 	return s
-}
-
-func TestParseSchedule(t *testing.T) {
-	tests := []struct {
-		cron, tz string
-		wantErr  bool
-	}{
-		{"*/5 * * * *", "", false},
-		{"@hourly", "", false},
-		{"@every 2s", "", false},
-		{"0 9 * * MON-FRI", "Europe/Berlin", false},
-		{"* * * * * *", "", true}, // six fields: seconds are not standard cron
-		{"61 * * * *", "", true},
-		{"@sometimes", "", true},
-		{"0 9 * * *", "Mars/Olympus", true},
-		{"CRON_TZ=UTC 0 9 * * *", "", true},
-		{"", "", true},
-	}
-	for _, tc := range tests {
-		_, err := parseSchedule(&v1.Schedule{Cron: tc.cron, TimeZone: tc.tz})
-		if (err != nil) != tc.wantErr {
-			t.Errorf("parseSchedule(%q, %q) error = %v, wantErr %v", tc.cron, tc.tz, err, tc.wantErr)
-		}
-	}
 }
 
 func TestDueRun(t *testing.T) {

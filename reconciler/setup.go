@@ -59,12 +59,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 }
 
 // CacheOptions are the cache settings the controller needs; merge them into the manager's
-// options. Only Jobs labelled with LabelTaskName are cached (not every Job in the cluster), and
+// options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster), and
 // managed fields are stripped from every cached object.
 func CacheOptions() cache.Options {
-	hasTask, err := labels.NewRequirement(LabelTaskName, selection.Exists, nil)
+	hasTask, err := labels.NewRequirement(v1.LabelTaskName, selection.Exists, nil)
 	if err != nil {
-		panic(fmt.Sprintf("label requirement on %s: %v", LabelTaskName, err)) // a constant: cannot fail
+		panic(fmt.Sprintf("label requirement on %s: %v", v1.LabelTaskName, err)) // a constant: cannot fail
 	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{

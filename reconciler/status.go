@@ -51,7 +51,7 @@ type analysis struct {
 	active []observedJob
 
 	// Scheduled Tasks only.
-	sched schedule
+	sched v1.CronSchedule
 	// lastScheduleTime is the latest schedule time acted on; cursor is where the search for
 	// the next one starts (lastScheduleTime, or the Task's creation).
 	lastScheduleTime time.Time
@@ -97,7 +97,7 @@ func (a *analysis) analyzeOneShot(task *v1.Task, jobs []observedJob, now time.Ti
 }
 
 func (a *analysis) analyzeScheduled(task *v1.Task, jobs []observedJob, now time.Time) {
-	sched, err := parseSchedule(task.Spec.Schedule)
+	sched, err := v1.ParseSchedule(task.Spec.Schedule)
 	if err != nil {
 		a.invalid = err
 		return
@@ -266,25 +266,6 @@ func nextRunTime(task *v1.Task, a analysis) time.Time {
 	return t
 }
 
-// Condition reasons.
-const (
-	ReasonPending            = "Pending"
-	ReasonRunning            = "Running"
-	ReasonJobActive          = "JobActive"
-	ReasonRetrying           = "Retrying"
-	ReasonRetryPending       = "RetryPending"
-	ReasonSuspended          = "Suspended"
-	ReasonSucceeded          = "Succeeded"
-	ReasonRunSucceeded       = "RunSucceeded"
-	ReasonRunFailed          = "RunFailed"
-	ReasonRetriesExhausted   = "RetriesExhausted"
-	ReasonInvalidSchedule    = "InvalidSchedule"
-	ReasonWaitingForSchedule = "WaitingForSchedule"
-	ReasonNoRunFinished      = "NoRunFinished"
-	ReasonLastRunFailed      = "LastRunFailed"
-	ReasonHealthy            = "Healthy"
-)
-
 // setConditions writes the four conditions to match the phase. meta.SetStatusCondition keeps
 // a condition's transition time while its status stays the same.
 func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) {
@@ -300,10 +281,10 @@ func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) 
 	}
 	if a.invalid != nil {
 		msg := a.invalid.Error()
-		set(v1.ConditionReady, false, ReasonInvalidSchedule, msg)
-		set(v1.ConditionProgressing, false, ReasonInvalidSchedule, msg)
-		set(v1.ConditionSucceeded, false, ReasonInvalidSchedule, msg)
-		set(v1.ConditionFailed, false, ReasonInvalidSchedule, msg)
+		set(v1.ConditionReady, false, v1.ReasonInvalidSchedule, msg)
+		set(v1.ConditionProgressing, false, v1.ReasonInvalidSchedule, msg)
+		set(v1.ConditionSucceeded, false, v1.ReasonInvalidSchedule, msg)
+		set(v1.ConditionFailed, false, v1.ReasonInvalidSchedule, msg)
 		return
 	}
 	progressing, reason, msg := progressOf(st, task, a)
@@ -320,19 +301,19 @@ type setFunc func(typ string, status bool, reason, msg string)
 func progressOf(st *v1.TaskStatus, task *v1.Task, a analysis) (bool, string, string) {
 	switch st.Phase {
 	case v1.PhaseRunning:
-		return true, ReasonJobActive, fmt.Sprintf("%d Job(s) running; latest attempt %d of %d", len(st.ActiveJobs), a.attempts, maxRetriesOf(task)+1)
+		return true, v1.ReasonJobActive, fmt.Sprintf("%d Job(s) running; latest attempt %d of %d", len(st.ActiveJobs), a.attempts, v1.MaxRetriesOf(task)+1)
 	case v1.PhaseRetrying:
-		return true, ReasonRetryPending, fmt.Sprintf("attempt %d of %d due at %s", a.attempts+1, maxRetriesOf(task)+1, formatTime(st.NextRunTime))
+		return true, v1.ReasonRetryPending, fmt.Sprintf("attempt %d of %d due at %s", a.attempts+1, v1.MaxRetriesOf(task)+1, formatTime(st.NextRunTime))
 	case v1.PhaseScheduled:
-		return true, ReasonWaitingForSchedule, "next run at " + formatTime(st.NextRunTime)
+		return true, v1.ReasonWaitingForSchedule, "next run at " + formatTime(st.NextRunTime)
 	case v1.PhasePending:
-		return true, ReasonPending, "waiting for the first run to start"
+		return true, v1.ReasonPending, "waiting for the first run to start"
 	case v1.PhaseSuspended:
-		return false, ReasonSuspended, "spec.suspend is set"
+		return false, v1.ReasonSuspended, "spec.suspend is set"
 	case v1.PhaseSucceeded:
-		return false, ReasonSucceeded, "the Task succeeded"
+		return false, v1.ReasonSucceeded, "the Task succeeded"
 	default:
-		return false, ReasonRetriesExhausted, "the Task failed"
+		return false, v1.ReasonRetriesExhausted, "the Task failed"
 	}
 }
 
@@ -343,14 +324,14 @@ func setOneShotOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 		if st.LastJob != nil {
 			msg = fmt.Sprintf("Job %s succeeded", st.LastJob.Name)
 		}
-		set(v1.ConditionReady, true, ReasonSucceeded, msg)
-		set(v1.ConditionSucceeded, true, ReasonRunSucceeded, msg)
-		set(v1.ConditionFailed, false, ReasonSucceeded, msg)
+		set(v1.ConditionReady, true, v1.ReasonSucceeded, msg)
+		set(v1.ConditionSucceeded, true, v1.ReasonRunSucceeded, msg)
+		set(v1.ConditionFailed, false, v1.ReasonSucceeded, msg)
 	case v1.PhaseFailed:
 		msg := fmt.Sprintf("%d attempt(s) failed; last: %s", a.attempts, a.lastError)
-		set(v1.ConditionReady, false, ReasonRetriesExhausted, msg)
-		set(v1.ConditionSucceeded, false, ReasonRetriesExhausted, msg)
-		set(v1.ConditionFailed, true, ReasonRetriesExhausted, msg)
+		set(v1.ConditionReady, false, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionSucceeded, false, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionFailed, true, v1.ReasonRetriesExhausted, msg)
 	default:
 		reason := string(st.Phase)
 		msg := "the Task has not finished"
@@ -370,12 +351,12 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, task *v1.Task, a analys
 	switch a.phase {
 	case runSucceeded:
 		msg := fmt.Sprintf("Job %s succeeded", a.latest.Name)
-		set(v1.ConditionSucceeded, true, ReasonRunSucceeded, msg)
-		set(v1.ConditionFailed, false, ReasonRunSucceeded, msg)
+		set(v1.ConditionSucceeded, true, v1.ReasonRunSucceeded, msg)
+		set(v1.ConditionFailed, false, v1.ReasonRunSucceeded, msg)
 	case runFailed:
-		reason := ReasonRunFailed
+		reason := v1.ReasonRunFailed
 		if a.exhausted {
-			reason = ReasonRetriesExhausted
+			reason = v1.ReasonRetriesExhausted
 		}
 		set(v1.ConditionSucceeded, false, reason, a.lastError)
 		set(v1.ConditionFailed, true, reason, a.lastError)
@@ -384,14 +365,14 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, task *v1.Task, a analys
 			if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
 				set(typ, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
 			} else {
-				set(typ, false, ReasonNoRunFinished, "no run has finished yet")
+				set(typ, false, v1.ReasonNoRunFinished, "no run has finished yet")
 			}
 		}
 	}
 	if meta.IsStatusConditionTrue(st.Conditions, v1.ConditionFailed) {
-		set(v1.ConditionReady, false, ReasonLastRunFailed, meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message)
+		set(v1.ConditionReady, false, v1.ReasonLastRunFailed, meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message)
 	} else {
-		set(v1.ConditionReady, true, ReasonHealthy, "the schedule is accepted")
+		set(v1.ConditionReady, true, v1.ReasonHealthy, "the schedule is accepted")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,45 +50,4 @@ func TestValidator(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestDefaulter(t *testing.T) {
-	keep := int32(7)
-	tests := []struct {
-		name                      string
-		task                      *taskv1.Task
-		wantSucceeded, wantFailed *int32
-		wantHTTPTimeout           time.Duration
-	}{
-		{"one-shot Task keeps no history limits", shellTask(nil), nil, nil, 0},
-		{"scheduled Task gets CronJob-like limits", shellTask(func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily"} }), ptr(int32(3)), ptr(int32(1)), 0},
-		{"explicit limits stay", shellTask(func(s *taskv1.TaskSpec) {
-			s.Schedule = &taskv1.Schedule{Cron: "@daily"}
-			s.SuccessfulJobsHistoryLimit, s.FailedJobsHistoryLimit = &keep, &keep
-		}), &keep, &keep, 0},
-		{"HTTP runner gets a timeout", &taskv1.Task{Spec: taskv1.TaskSpec{Runner: taskv1.Runner{Type: taskv1.RunnerHTTP, HTTP: &taskv1.HTTPRunner{URL: "http://a"}}}}, nil, nil, 30 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := (TaskDefaulter{}).Default(context.Background(), tt.task); err != nil {
-				t.Fatal(err)
-			}
-			s := tt.task.Spec
-			if !equalPtr(s.SuccessfulJobsHistoryLimit, tt.wantSucceeded) || !equalPtr(s.FailedJobsHistoryLimit, tt.wantFailed) {
-				t.Errorf("history limits %v/%v, want %v/%v", deref(s.SuccessfulJobsHistoryLimit), deref(s.FailedJobsHistoryLimit), deref(tt.wantSucceeded), deref(tt.wantFailed))
-			}
-			if h := s.Runner.HTTP; h != nil && (h.Timeout == nil || h.Timeout.Duration != tt.wantHTTPTimeout) {
-				t.Errorf("http timeout %v, want %v", h.Timeout, tt.wantHTTPTimeout)
-			}
-		})
-	}
-}
-
-func equalPtr(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func deref(p *int32) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }

@@ -62,7 +62,7 @@ func DefaultOptions() Options {
 		Namespace:            "task-operator-system",
 		SecretName:           "task-operator-webhook-cert",
 		ServiceName:          "task-operator-webhook-service",
-		CRDName:              "tasks.example.com",
+		CRDName:              taskv1.CRDName,
 		MutatingConfigName:   "task-operator-mutating-webhook-configuration",
 		ValidatingConfigName: "task-operator-validating-webhook-configuration",
 		CertValidity:         90 * 24 * time.Hour,

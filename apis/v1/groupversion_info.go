@@ -12,7 +12,7 @@ import (
 
 var (
 	// GroupVersion is the group and version of the objects in this package.
-	GroupVersion = schema.GroupVersion{Group: "example.com", Version: "v1"}
+	GroupVersion = schema.GroupVersion{Group: Group, Version: "v1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

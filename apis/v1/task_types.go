@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -42,18 +40,6 @@ const (
 	PhaseSuspended Phase = "Suspended"
 	PhaseSucceeded Phase = "Succeeded"
 	PhaseFailed    Phase = "Failed"
-)
-
-// Condition types kept on every Task.
-const (
-	// ConditionReady is True while the Task is healthy: its spec is accepted and it has not failed.
-	ConditionReady = "Ready"
-	// ConditionProgressing is True while a run is active or a retry or scheduled run is pending.
-	ConditionProgressing = "Progressing"
-	// ConditionSucceeded is True once a run succeeded (for scheduled Tasks: the last run).
-	ConditionSucceeded = "Succeeded"
-	// ConditionFailed is True once retries are exhausted (for scheduled Tasks: the last run failed).
-	ConditionFailed = "Failed"
 )
 
 // Runner is a one-of: Type names the member that must be set, and only that one.
@@ -365,10 +351,3 @@ type TaskList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Task `json:"items"`
 }
-
-// Defaults the schema applies to an absent backoff; the markers on Backoff say the same.
-const (
-	DefaultBackoffInitial = 10 * time.Second
-	DefaultBackoffFactor  = 2
-	DefaultBackoffMax     = 5 * time.Minute
-)

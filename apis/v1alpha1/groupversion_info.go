@@ -8,11 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 var (
 	// GroupVersion is the group and version of the objects in this package.
-	GroupVersion = schema.GroupVersion{Group: "example.com", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: taskv1.Group, Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

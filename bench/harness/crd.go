@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"example.com/task-operator/apis/install"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -258,7 +260,7 @@ func StartConversionWebhook(ctx context.Context) (*ConversionWebhook, error) {
 		return nil, err
 	}
 	scheme := runtime.NewScheme()
-	if err := conversion.AddToScheme(scheme); err != nil {
+	if err := install.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	converter, err := conversion.NewConverter()(scheme)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"example.com/task-operator/apis/install"
+
 	corev1 "k8s.io/api/core/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +30,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/task-operator/conversion"
 	"example.com/task-operator/e2e/controlplane"
 )
 
@@ -118,7 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := clientgoscheme.AddToScheme(e.Scheme); err != nil {
 		return nil, err
 	}
-	if err := conversion.AddToScheme(e.Scheme); err != nil {
+	if err := install.AddToScheme(e.Scheme); err != nil {
 		return nil, err
 	}
 	if err := apix.AddToScheme(e.Scheme); err != nil {

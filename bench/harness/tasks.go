@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	taskv1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/reconciler"
 )
 
 // BenchLabel marks every object the benchmarks create.
@@ -299,7 +298,7 @@ func (e *Env) Check(ctx context.Context, ns string) (Consistency, error) {
 		return c, err
 	}
 	var jobs batchv1.JobList
-	if err := e.Client.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{reconciler.LabelTaskName}); err != nil {
+	if err := e.Client.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{taskv1.LabelTaskName}); err != nil {
 		return c, err
 	}
 	c.Tasks, c.Jobs = len(tasks.Items), len(jobs.Items)
@@ -332,7 +331,7 @@ func (e *Env) Check(ctx context.Context, ns string) (Consistency, error) {
 		}
 		task := byUID[string(owner.UID)].Name
 		perTask[task]++
-		perRun[task+"\x00"+j.Labels[reconciler.LabelRun]+"\x00"+j.Labels[reconciler.LabelAttempt]]++
+		perRun[task+"\x00"+j.Labels[taskv1.LabelRun]+"\x00"+j.Labels[taskv1.LabelAttempt]]++
 	}
 	dupByTask := map[string]int{}
 	for key, n := range perRun {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"example.com/task-operator/apis/install"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"example.com/task-operator/conversion"
 	"example.com/task-operator/reconciler"
 	"example.com/task-operator/webhook"
 )
@@ -62,11 +63,11 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client queries per second to the apiserver")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "client burst to the apiserver")
 	fs.DurationVar(&f.syncPeriod, "sync-period", 10*time.Hour, "how often every Task is reconciled even without changes")
-	fs.IntVar(&f.reconciler.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
-	fs.DurationVar(&f.reconciler.RateLimiterBaseDelay, "rate-limiter-base-delay", 50*time.Millisecond, "first retry delay of a failing reconcile (per item, exponential)")
-	fs.DurationVar(&f.reconciler.RateLimiterMaxDelay, "rate-limiter-max-delay", 1000*time.Second, "longest retry delay of a failing reconcile")
-	fs.StringVar(&f.reconciler.ShellImage, "shell-image", "busybox:1.37", "image that runs shell Tasks without an image of their own")
-	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", "example.com/task-operator:latest", "this operator's image, which runs HTTP Tasks")
+	fs.IntVar(&f.reconciler.MaxConcurrentReconciles, "max-concurrent-reconciles", reconciler.DefaultMaxConcurrentReconciles, "Tasks reconciled in parallel")
+	fs.DurationVar(&f.reconciler.RateLimiterBaseDelay, "rate-limiter-base-delay", reconciler.DefaultRateLimiterBaseDelay, "first retry delay of a failing reconcile (per item, exponential)")
+	fs.DurationVar(&f.reconciler.RateLimiterMaxDelay, "rate-limiter-max-delay", reconciler.DefaultRateLimiterMaxDelay, "longest retry delay of a failing reconcile")
+	fs.StringVar(&f.reconciler.ShellImage, "shell-image", reconciler.DefaultShellImage, "image that runs shell Tasks without an image of their own")
+	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", reconciler.DefaultRunnerImage, "this operator's image, which runs HTTP Tasks")
 	fs.StringVar(&f.certManagement, "cert-management", "self", "webhook certificates: self (created, rotated and injected by the operator) or external (cert-manager)")
 	fs.StringVar(&f.webhook.Host, "webhook-host", "", "address the webhook server binds to")
 	fs.IntVar(&f.webhook.Port, "webhook-port", f.webhook.Port, "webhook server port")
@@ -117,7 +118,7 @@ func runManager(args []string) int {
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apix.AddToScheme, admissionv1.AddToScheme, conversion.AddToScheme,
+		clientgoscheme.AddToScheme, apix.AddToScheme, admissionv1.AddToScheme, install.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, err

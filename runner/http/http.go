@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 // Exit codes returned by Main.
@@ -32,8 +34,8 @@ const (
 	ExitBadUsage = 2
 )
 
-// DefaultTimeout bounds the whole request when --timeout is not given.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout bounds the whole request when --timeout is not given: the API's default.
+const DefaultTimeout = taskv1.DefaultHTTPTimeout
 
 // maxBodyShown caps how much of a rejected response body is quoted in the failure message.
 const maxBodyShown = 256

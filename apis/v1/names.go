@@ -1,0 +1,44 @@
+package v1
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// Names of the Task API: the CRD, its resource, and how other versions and clients address it.
+const (
+	// Group is the API group of every served version.
+	Group = "example.com"
+	// Kind is the kind of the one resource of the group.
+	Kind = "Task"
+	// Resource is the plural resource name.
+	Resource = "tasks"
+	// CRDName is the name of the CustomResourceDefinition: <resource>.<group>.
+	CRDName = Resource + "." + Group
+)
+
+// GroupResource is the Task resource, independent of version.
+var GroupResource = schema.GroupResource{Group: Group, Resource: Resource}
+
+// GroupKind is the Task kind, independent of version.
+var GroupKind = schema.GroupKind{Group: Group, Kind: Kind}
+
+// ResourceAt is the Task resource at version.
+func ResourceAt(version string) schema.GroupVersionResource {
+	return GroupResource.WithVersion(version)
+}
+
+// Labels, annotations and the finalizer the operator puts on objects. Users select Jobs and pods
+// by LabelTaskName, so these are part of the API.
+const (
+	// LabelTaskName is on every Job (and its pods) the operator creates; its value is the
+	// Task's name, or a cut of it plus a hash when the name exceeds 63 characters.
+	LabelTaskName = "task.example.com/name"
+	// LabelRun identifies the run: the attempt number for a one-shot Task, the scheduled time
+	// in Unix seconds for a scheduled Task.
+	LabelRun = "task.example.com/run"
+	// LabelAttempt is the attempt within the run, from 1.
+	LabelAttempt = "task.example.com/attempt"
+	// AnnotationScheduledTime is the scheduled time (RFC 3339) of a scheduled Task's run.
+	AnnotationScheduledTime = "task.example.com/scheduled-time"
+
+	// FinalizerJobs keeps a Task until the operator has deleted its Jobs.
+	FinalizerJobs = "task.example.com/jobs"
+)

@@ -1,0 +1,74 @@
+package v1
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	// Time zones must resolve even in an image without /usr/share/zoneinfo.
+	_ "time/tzdata"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// CronSchedule is a parsed spec.schedule: the cron expression evaluated in the Task's time zone.
+// The admission webhook and the reconciler both parse with ParseSchedule, so a schedule the API
+// accepts is one the reconciler can run.
+// +kubebuilder:object:generate=false
+type CronSchedule struct {
+	cron cron.Schedule
+	loc  *time.Location
+}
+
+// Next is the first schedule time strictly after t, or the zero time if there is none.
+func (s CronSchedule) Next(t time.Time) time.Time {
+	return s.cron.Next(t.In(s.loc))
+}
+
+// cronParser reads five fields or a descriptor (@hourly, @every 5m): what a CronJob accepts.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseSchedule parses s; its error names the field at fault (spec.schedule.cron or
+// spec.schedule.timeZone).
+func ParseSchedule(s *Schedule) (CronSchedule, error) {
+	if errs := validateSchedule(s, field.NewPath("spec", "schedule")); len(errs) > 0 {
+		return CronSchedule{}, errs.ToAggregate()
+	}
+	c, _ := parseCron(s.Cron)
+	loc, _ := time.LoadLocation(s.TimeZone)
+	return CronSchedule{cron: c, loc: loc}, nil
+}
+
+// Validate returns every problem of task's spec that the OpenAPI schema and CEL rules cannot
+// see, each naming its field.
+func Validate(task *Task) field.ErrorList {
+	if task.Spec.Schedule == nil {
+		return nil
+	}
+	return validateSchedule(task.Spec.Schedule, field.NewPath("spec", "schedule"))
+}
+
+func validateSchedule(s *Schedule, path *field.Path) field.ErrorList {
+	if s == nil {
+		return field.ErrorList{field.Required(path, "a schedule")}
+	}
+	var errs field.ErrorList
+	if _, err := parseCron(s.Cron); err != nil {
+		errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, err.Error()))
+	}
+	if _, err := time.LoadLocation(s.TimeZone); err != nil {
+		errs = append(errs, field.Invalid(path.Child("timeZone"), s.TimeZone, "unknown time zone"))
+	}
+	return errs
+}
+
+// parseCron parses a cron expression. A TZ= or CRON_TZ= prefix is refused before the parser
+// sees it: the time zone has a field of its own, and robfig/cron panics on a prefix without a
+// following expression.
+func parseCron(spec string) (cron.Schedule, error) {
+	spec = strings.TrimSpace(spec)
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		return nil, fmt.Errorf("set the time zone in spec.schedule.timeZone, not in the expression")
+	}
+	return cronParser.Parse(spec)
+}
