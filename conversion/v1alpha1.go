@@ -1,14 +1,25 @@
 package conversion
 
 import (
-	"context"
-
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 )
 
-// v1alpha1 was flat: a type string, a script or a URL, replicas and maxRetry. Everything v1
-// added travels in the preserved annotation.
+// v1alpha1 was flat: a type string, a script or a URL, replicas and maxRetry, and a status of a
+// state, a retry count and the last Job's name. Everything v1 added is hidden from it.
+
+var v1alpha1Spoke = newSpoke(v1alpha1.GroupVersion.Version, v1ToV1alpha1, v1alpha1ToV1, spokeRules{
+	// The runner a v1alpha1 object names is the one that exists; a hidden field of the other
+	// one is stale.
+	containers: []path{"spec.runner.shell", "spec.runner.http", "status.lastJob"},
+	owners: []owner{
+		// The method, headers, body, timeout and accepted codes were meant for the URL they
+		// were written with; a new URL starts from the defaults.
+		{value: "spec.runner.http.url", owns: "spec.runner.http"},
+		// The UID belongs to the Job it was read from.
+		{value: "status.lastJob.name", owns: "status.lastJob"},
+	},
+})
 
 var v1alpha1Types = []struct {
 	spoke v1alpha1.TaskType
@@ -18,34 +29,13 @@ var v1alpha1Types = []struct {
 	{"http", taskv1.RunnerHTTP},
 }
 
-// ConvertV1alpha1ToV1 converts a v1alpha1 Task up to the hub.
-func ConvertV1alpha1ToV1(_ context.Context, src *v1alpha1.Task, dst *taskv1.Task) error {
-	v1alpha1ToV1(src, dst)
-	if err := restore(dst); err != nil {
-		return err
-	}
-	// The spoke decides which runner exists: preserved fields of a runner it dropped are stale.
-	if src.Spec.Shell == "" {
-		dst.Spec.Runner.Shell = nil
-	}
-	if src.Spec.URL == "" {
-		dst.Spec.Runner.HTTP = nil
-	}
-	return nil
-}
-
-// ConvertV1ToV1alpha1 converts the hub down to v1alpha1. It never fails for a valid hub:
-// what v1alpha1 cannot say is preserved in an annotation.
-func ConvertV1ToV1alpha1(_ context.Context, src *taskv1.Task, dst *v1alpha1.Task) error {
-	return convertDown(src, dst, v1ToV1alpha1, v1alpha1ToV1)
-}
-
+// v1alpha1ToV1 says at v1 what a v1alpha1 object says, and nothing more: no defaults, no hidden
+// fields.
 func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
-	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(src.Spec.Type)},
 		Parallelism: src.Spec.Replicas,
-		Retry:       &taskv1.RetryPolicy{MaxRetries: src.Spec.MaxRetry, Backoff: taskv1.DefaultBackoff()},
+		Retry:       &taskv1.RetryPolicy{MaxRetries: src.Spec.MaxRetry},
 	}
 	for _, t := range v1alpha1Types {
 		if src.Spec.Type == t.spoke {
@@ -56,7 +46,7 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
 		dst.Spec.Runner.Shell = &taskv1.ShellRunner{Script: src.Spec.Shell}
 	}
 	if src.Spec.URL != "" {
-		dst.Spec.Runner.HTTP = &taskv1.HTTPRunner{URL: src.Spec.URL, Method: "GET"}
+		dst.Spec.Runner.HTTP = &taskv1.HTTPRunner{URL: src.Spec.URL}
 	}
 
 	st := src.Status
@@ -75,7 +65,6 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
 }
 
 func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {
-	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	spec := src.Spec
 	dst.Spec = v1alpha1.TaskSpec{
 		Type:     v1alpha1.TaskType(spec.Runner.Type),

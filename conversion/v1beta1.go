@@ -1,7 +1,7 @@
 package conversion
 
 import (
-	"context"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1beta1"
@@ -11,37 +11,23 @@ import (
 // HTTP body, timeout and accepted codes, the retry backoff, everything of a schedule but the
 // cron expression, run timeouts and history limits, and most of the status.
 
-// ConvertV1beta1ToV1 converts a v1beta1 Task up to the hub.
-func ConvertV1beta1ToV1(_ context.Context, src *v1beta1.Task, dst *taskv1.Task) error {
-	v1beta1ToV1(src, dst)
-	if err := restore(dst); err != nil {
-		return err
-	}
-	// What the spoke removed stays removed, whatever the preserved fields still say about it.
-	if src.Spec.Runner.Shell == nil {
-		dst.Spec.Runner.Shell = nil
-	}
-	if src.Spec.Runner.HTTP == nil {
-		dst.Spec.Runner.HTTP = nil
-	}
-	if src.Spec.Schedule == "" {
-		dst.Spec.Schedule = nil
-	}
-	return nil
-}
+var v1beta1Spoke = newSpoke(v1beta1.GroupVersion.Version, v1ToV1beta1, v1beta1ToV1, spokeRules{
+	// A schedule removed at v1beta1 takes its time zone and policy with it.
+	containers: []path{"spec.runner.shell", "spec.runner.http", "spec.schedule", "status.lastJob"},
+	owners: []owner{
+		// The body, timeout and accepted codes were meant for the URL they were written with.
+		{value: "spec.runner.http.url", owns: "spec.runner.http"},
+		{value: "status.lastJob.name", owns: "status.lastJob"},
+	},
+})
 
-// ConvertV1ToV1beta1 converts the hub down to v1beta1, preserving what v1beta1 cannot say.
-func ConvertV1ToV1beta1(_ context.Context, src *taskv1.Task, dst *v1beta1.Task) error {
-	return convertDown(src, dst, v1ToV1beta1, v1beta1ToV1)
-}
-
+// v1beta1ToV1 says at v1 what a v1beta1 object says, and nothing more.
 func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
-	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	spec := src.Spec
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(spec.Runner.Type)},
 		Parallelism: spec.Parallelism,
-		Retry:       &taskv1.RetryPolicy{MaxRetries: spec.MaxRetries, Backoff: taskv1.DefaultBackoff()},
+		Retry:       &taskv1.RetryPolicy{MaxRetries: spec.MaxRetries},
 		Suspend:     spec.Suspend,
 	}
 	if s := spec.Runner.Shell; s != nil {
@@ -54,7 +40,7 @@ func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
 		}
 	}
 	if spec.Schedule != "" {
-		dst.Spec.Schedule = &taskv1.Schedule{Cron: spec.Schedule, ConcurrencyPolicy: taskv1.AllowConcurrent}
+		dst.Spec.Schedule = &taskv1.Schedule{Cron: spec.Schedule}
 	}
 
 	st := src.Status
@@ -73,7 +59,6 @@ func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
 }
 
 func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {
-	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	spec := src.Spec
 	dst.Spec = v1beta1.TaskSpec{
 		Runner:      v1beta1.Runner{Type: v1beta1.RunnerType(spec.Runner.Type)},
@@ -109,4 +94,15 @@ func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {
 	if st.LastJob != nil {
 		dst.Status.LastJobName = st.LastJob.Name
 	}
+}
+
+func copyConditions(in []metav1.Condition) []metav1.Condition {
+	if in == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
 }

@@ -1,138 +1,291 @@
 package conversion
 
 import (
+	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 )
 
-// maxReviewBytes bounds a ConversionReview body. The apiserver sends at most one LIST page of
-// Tasks per review; a Task is bounded by the schema to well under 1 MiB.
-const maxReviewBytes = 64 << 20
+// maxObjectBytes bounds one object of a ConversionReview: etcd refuses values over 1.5 MiB, so a
+// larger one is not a Task the apiserver could have stored.
+const maxObjectBytes = 4 << 20
 
-// NewHandler serves /convert: controller-runtime's conversion webhook over the converters in
-// registry, instrumented, and answering malformed reviews with a failed ConversionReview that
-// says what is wrong instead of a bare status code.
-func NewHandler(scheme *runtime.Scheme, registry conversion.Registry) http.Handler {
-	return &handler{inner: conversion.NewWebhookHandler(scheme, instrumented{registry})}
+// NewHandler serves /convert: the CRD's conversion webhook. It streams the review: objects are
+// read, converted and written one at a time, so a LIST page of any size costs the memory of one
+// object, not of the page. Every answer, a failed one included, is a ConversionReview with HTTP
+// 200, so that the apiserver reports its message rather than a bare status code.
+func NewHandler() http.Handler {
+	return handler{}
 }
 
-type handler struct {
-	inner http.Handler
+type handler struct{}
+
+// review is what is known of a ConversionReview request before its objects.
+type review struct {
+	apiVersion, kind string
+	uid              string
+	desired          string
+	version          string // desired's version, "" if not a served one of Task
 }
 
-// reviewEnvelope is the part of a ConversionReview this handler inspects before delegating.
-type reviewEnvelope struct {
-	Request *struct {
-		DesiredAPIVersion string `json:"desiredAPIVersion"`
-	} `json:"request"`
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
-	if err != nil || len(body) > maxReviewBytes {
-		writeFailure(w, fmt.Sprintf("read ConversionReview: body unreadable or over %d bytes", maxReviewBytes))
-		return
-	}
-	var envelope reviewEnvelope
-	if err := json.Unmarshal(body, &envelope); err != nil {
-		writeFailure(w, "malformed ConversionReview: "+err.Error())
-		return
-	}
-	if envelope.Request == nil {
-		writeFailure(w, "malformed ConversionReview: no request")
-		return
-	}
-	to := envelope.Request.DesiredAPIVersion
-	recorder := &statusRecorder{ResponseWriter: w}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	h.inner.ServeHTTP(recorder, r)
-	requestDuration.WithLabelValues(to).Observe(time.Since(start).Seconds())
+	out := newResponder(w)
+	rv, err := serveReview(r.Body, out)
+	to := metricVersion(rv.version)
 	result := "success"
-	if recorder.failed() {
+	switch {
+	case err != nil && rv.uid == "":
+		result = "malformed"
+	case err != nil:
 		result = "failure"
 	}
+	out.finish(rv, err)
 	requestsTotal.WithLabelValues(to, result).Inc()
+	requestDuration.WithLabelValues(to).Observe(time.Since(start).Seconds())
 }
 
-func writeFailure(w http.ResponseWriter, message string) {
-	requestsTotal.WithLabelValues("", "malformed").Inc()
-	review := apix.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
-		Response: &apix.ConversionResponse{
-			Result: metav1.Status{Status: metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonBadRequest, Code: http.StatusBadRequest},
-		},
+// serveReview reads the review from body and streams the converted objects to out.
+func serveReview(body io.Reader, out *responder) (review, error) {
+	var rv review
+	dec := json.NewDecoder(bufio.NewReaderSize(body, 64<<10))
+	if err := expectDelim(dec, '{'); err != nil {
+		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(review)
-}
-
-// statusRecorder notices whether the inner handler answered with a failed review. The inner
-// handler reports conversion errors inside a 200 response, so the body is sniffed for the
-// Failure status rather than decoded: decoding a whole LIST page twice would double the cost.
-type statusRecorder struct {
-	http.ResponseWriter
-	status    int
-	sawFailed bool
-}
-
-var failureMarker = []byte(`"status":"Failure"`)
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(p []byte) (int, error) {
-	if !s.sawFailed && bytes.Contains(p, failureMarker) {
-		s.sawFailed = true
+	var pending []json.RawMessage // objects that came before the uid and desired version
+	for dec.More() {
+		key, err := nextKey(dec)
+		if err != nil {
+			return rv, fmt.Errorf("malformed ConversionReview: %w", err)
+		}
+		switch key {
+		case "apiVersion":
+			err = dec.Decode(&rv.apiVersion)
+		case "kind":
+			err = dec.Decode(&rv.kind)
+		case "request":
+			pending, err = serveRequest(dec, &rv, out)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return rv, err
+		}
 	}
-	return s.ResponseWriter.Write(p)
-}
-
-func (s *statusRecorder) failed() bool {
-	return s.sawFailed || (s.status != 0 && s.status != http.StatusOK)
-}
-
-// instrumented wraps the converters of a registry with per-object metrics.
-type instrumented struct {
-	conversion.Registry
-}
-
-func (i instrumented) GetConverter(gk schema.GroupKind) (conversion.Converter, bool) {
-	c, ok := i.Registry.GetConverter(gk)
-	if !ok {
-		return nil, false
+	if rv.uid == "" && rv.desired == "" {
+		return rv, errors.New("malformed ConversionReview: no request")
 	}
-	return instrumentedConverter{c}, true
+	for _, raw := range pending {
+		if err := out.convert(rv, raw); err != nil {
+			return rv, err
+		}
+	}
+	return rv, nil
 }
 
-type instrumentedConverter struct {
-	inner conversion.Converter
+// serveRequest reads the request object; objects are converted as they arrive once the uid
+// and the desired version are known (the apiserver sends them first), and kept until then
+// otherwise.
+func serveRequest(dec *json.Decoder, rv *review, out *responder) ([]json.RawMessage, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
+	}
+	var pending []json.RawMessage
+	for dec.More() {
+		key, err := nextKey(dec)
+		if err != nil {
+			return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
+		}
+		switch key {
+		case "uid":
+			err = dec.Decode(&rv.uid)
+		case "desiredAPIVersion":
+			if err = dec.Decode(&rv.desired); err == nil {
+				rv.version = servedVersionOf(rv.desired)
+			}
+		case "objects":
+			pending, err = serveObjects(dec, rv, out)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	_, err := dec.Token() // '}'
+	return pending, err
 }
 
-func (c instrumentedConverter) ConvertObject(ctx context.Context, src, dst runtime.Object) error {
-	from := src.GetObjectKind().GroupVersionKind().Version
-	to := dst.GetObjectKind().GroupVersionKind().Version
-	start := time.Now()
-	err := c.inner.ConvertObject(ctx, src, dst)
-	objectDuration.WithLabelValues(from, to).Observe(time.Since(start).Seconds())
-	result := "success"
+// serveObjects converts the objects as they arrive, or returns them when they came before the
+// uid or the desired version.
+func serveObjects(dec *json.Decoder, rv *review, out *responder) ([]json.RawMessage, error) {
+	if err := expectDelim(dec, '['); err != nil {
+		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
+	}
+	var pending []json.RawMessage
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("malformed ConversionReview object %d: %w", i, err)
+		}
+		if len(raw) > maxObjectBytes {
+			return nil, fmt.Errorf("object %d is %d bytes, over the %d a Task can have", i, len(raw), maxObjectBytes)
+		}
+		if rv.uid == "" || rv.desired == "" {
+			pending = append(pending, raw)
+			continue
+		}
+		if err := out.convert(*rv, raw); err != nil {
+			return nil, err
+		}
+	}
+	_, err := dec.Token() // ']'
+	return pending, err
+}
+
+// responder writes the response review as objects are converted: convertedObjects first, the
+// result last, so that a failure after some objects were written is still reported as a failed
+// review (the apiserver reads the result before the objects).
+type responder struct {
+	w       http.ResponseWriter
+	buf     *bufio.Writer
+	enc     *json.Encoder
+	started bool
+	count   int
+}
+
+func newResponder(w http.ResponseWriter) *responder {
+	buf := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return &responder{w: w, buf: buf, enc: enc}
+}
+
+func (o *responder) start(rv review) {
+	if o.started {
+		return
+	}
+	o.started = true
+	o.w.Header().Set("Content-Type", "application/json")
+	o.w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(o.buf, `{"apiVersion":%s,"kind":"ConversionReview","response":{"uid":%s,"convertedObjects":[`,
+		quote(reviewAPIVersion(rv)), quote(rv.uid))
+}
+
+// convert converts one object of the review and writes it.
+func (o *responder) convert(rv review, raw json.RawMessage) error {
+	began := time.Now()
+	obj, err := decodeJSON(raw)
+	from := "unknown"
+	if err == nil {
+		from = metricVersion(versionOfObject(obj))
+	}
+	to := metricVersion(rv.version)
+	if err == nil {
+		if rv.version == "" {
+			err = fmt.Errorf("desiredAPIVersion %q is not a served version of Task", rv.desired)
+		} else {
+			obj, err = Convert(obj, rv.version)
+		}
+	}
+	objectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
 	if err != nil {
-		result = "failure"
+		objectsTotal.WithLabelValues(from, to, "failure").Inc()
+		return err
 	}
-	objectsTotal.WithLabelValues(from, to, result).Inc()
-	return err
+	objectsTotal.WithLabelValues(from, to, "success").Inc()
+	o.start(rv)
+	if o.count > 0 {
+		_ = o.buf.WriteByte(',')
+	}
+	o.count++
+	return o.enc.Encode(obj)
+}
+
+// finish closes the response with the result: success, or the error that stopped it.
+func (o *responder) finish(rv review, err error) {
+	o.start(rv)
+	result := `{"status":"Success","metadata":{}}`
+	if err != nil {
+		result = failure(err)
+	}
+	fmt.Fprintf(o.buf, `],"result":%s}}`, result)
+	_ = o.buf.Flush()
+}
+
+func failure(err error) string {
+	status := map[string]any{"status": "Failure", "message": err.Error(), "reason": "BadRequest", "code": http.StatusBadRequest, "metadata": map[string]any{}}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(status)
+	return string(bytes.TrimSpace(b.Bytes()))
+}
+
+func reviewAPIVersion(rv review) string {
+	if rv.apiVersion != "" {
+		return rv.apiVersion
+	}
+	return apix.SchemeGroupVersion.String()
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, found %v", want, tok)
+	}
+	return nil
+}
+
+func nextKey(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	key, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("want an object key, found %v", tok)
+	}
+	return key, nil
+}
+
+// servedVersionOf returns the version of apiVersion if it is a served version of Task, else "".
+func servedVersionOf(apiVersion string) string {
+	for _, v := range servedVersions() {
+		if apiVersion == taskGroupPrefix+v {
+			return v
+		}
+	}
+	return ""
+}
+
+func versionOfObject(obj map[string]any) string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	return servedVersionOf(apiVersion)
+}
+
+// metricVersion is a version as a metric label: only served versions, so that a request cannot
+// mint label values.
+func metricVersion(version string) string {
+	if version == "" {
+		return "unknown"
+	}
+	return version
 }

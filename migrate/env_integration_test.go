@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"example.com/task-operator/apis/install"
-
 	"github.com/go-logr/logr"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -29,14 +27,11 @@ import (
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 	"sigs.k8s.io/yaml"
 
 	"example.com/task-operator/conversion"
@@ -212,20 +207,8 @@ func startConversionWebhook(ctx context.Context) (string, []byte, error) {
 		return "", nil, err
 	}
 
-	scheme := runtime.NewScheme()
-	if err := install.AddToScheme(scheme); err != nil {
-		return "", nil, err
-	}
-	converter, err := conversion.NewConverter()(scheme)
-	if err != nil {
-		return "", nil, err
-	}
-	registry := crconversion.NewRegistry()
-	if err := registry.RegisterConverter(schema.GroupKind{Group: "example.com", Kind: "Task"}, converter); err != nil {
-		return "", nil, err
-	}
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
-	srv.Register("/convert", crconversion.NewWebhookHandler(scheme, registry))
+	srv.Register("/convert", conversion.NewHandler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Start(ctx) }()
 	started := srv.StartedChecker()

@@ -2,51 +2,96 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/conversion"
 )
 
-// TaskDefaulter fills in the defaults the schema cannot express because they depend on other
-// fields (history limits of scheduled Tasks, the HTTP timeout); see taskv1.SetDefaults.
-type TaskDefaulter struct{}
+// Both webhooks see every write of a Task at v1 (matchPolicy Equivalent: the apiserver converts
+// a write made at an old version, and the stored object, to v1 for them), the status
+// subresource included. They work on the JSON as sent rather than on typed objects, so that
+// what they leave alone keeps the client's spelling (a "5m" stays "5m").
 
-var _ admission.Defaulter[*taskv1.Task] = TaskDefaulter{}
+// The webhook configurations are generated from these markers into config/webhook. A status write
+// at v1 (the operator's own, every few seconds) has nothing for the mutating webhook to decide:
+// its match condition spares the apiserver the call.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-task,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks;tasks/status,verbs=create;update,versions=v1,name=mtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"not-a-v1-status-write","expression":"!(request.subResource == 'status' && request.requestKind.version == 'v1')"}]}`
+// +kubebuilder:webhook:path=/validate-example-com-v1-task,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks;tasks/status,verbs=create;update,versions=v1,name=vtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10
 
-// Default applies taskv1.SetDefaults.
-func (TaskDefaulter) Default(_ context.Context, task *taskv1.Task) error {
-	taskv1.SetDefaults(task)
-	return nil
-}
+const (
+	mutatePath   = "/mutate-example-com-v1-task"
+	validatePath = "/validate-example-com-v1-task"
+)
 
-// TaskValidator checks what neither the OpenAPI schema nor CEL can (taskv1.Validate): that a cron
-// expression parses and a time zone exists, with the same parser the reconciler schedules with.
-type TaskValidator struct{}
+// Mutator decides what is stored (conversion.Decide): the fields an old version cannot express
+// come from the stored object, status only from the status subresource, defaults are filled in.
+type Mutator struct{}
 
-var _ admission.Validator[*taskv1.Task] = TaskValidator{}
-
-func (TaskValidator) ValidateCreate(_ context.Context, task *taskv1.Task) (admission.Warnings, error) {
-	return nil, invalid(task, taskv1.Validate(task))
-}
-
-func (TaskValidator) ValidateUpdate(_ context.Context, _, task *taskv1.Task) (admission.Warnings, error) {
-	return nil, invalid(task, taskv1.Validate(task))
-}
-
-func (TaskValidator) ValidateDelete(context.Context, *taskv1.Task) (admission.Warnings, error) {
-	return nil, nil
-}
-
-func invalid(task *taskv1.Task, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
+func (Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
+	w, err := writeOf(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
-	return apierrors.NewInvalid(taskv1.GroupKind, task.Name, errs)
+	decided, err := conversion.Decide(w)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	raw, err := json.Marshal(decided)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// The webhook configurations are generated from these markers into config/webhook.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-task,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks,verbs=create;update,versions=v1,name=mtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10
-// +kubebuilder:webhook:path=/validate-example-com-v1-task,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks,verbs=create;update,versions=v1,name=vtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10
+// Validator checks what neither the OpenAPI schema nor CEL can: that a cron expression parses,
+// a time zone exists (taskv1.Validate), and that the Task stays readable at every old version
+// (conversion.CheckReadable).
+type Validator struct{}
+
+func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+	obj, err := conversion.DecodeObject(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	task := &taskv1.Task{}
+	if err := json.Unmarshal(req.Object.Raw, task); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var errs field.ErrorList
+	if req.SubResource == "" {
+		errs = append(errs, taskv1.Validate(task)...)
+	}
+	errs = append(errs, conversion.CheckReadable(obj)...)
+	if len(errs) == 0 {
+		return admission.Allowed("")
+	}
+	invalid := apierrors.NewInvalid(taskv1.GroupKind, task.Name, errs)
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+}
+
+// writeOf reads a write of a Task from an admission request.
+func writeOf(req admission.Request) (conversion.Write, error) {
+	w := conversion.Write{
+		Version: req.Kind.Version,
+		Create:  req.Operation == admissionv1.Create,
+		Status:  req.SubResource == "status",
+	}
+	if req.RequestKind != nil {
+		w.Version = req.RequestKind.Version
+	}
+	var err error
+	if w.Object, err = conversion.DecodeObject(req.Object.Raw); err != nil {
+		return w, err
+	}
+	if !w.Create {
+		w.OldObject, err = conversion.DecodeObject(req.OldObject.Raw)
+	}
+	return w, err
+}

@@ -2,17 +2,25 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	jsonpatch "gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/conversion"
 )
 
 func shellTask(mutate func(*taskv1.TaskSpec)) *taskv1.Task {
 	task := &taskv1.Task{
-		ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: taskv1.GroupVersion.String(), Kind: taskv1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"},
 		Spec:       taskv1.TaskSpec{Runner: taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{Script: "true"}}},
 	}
 	if mutate != nil {
@@ -21,33 +29,108 @@ func shellTask(mutate func(*taskv1.TaskSpec)) *taskv1.Task {
 	return task
 }
 
+func request(t *testing.T, op admissionv1.Operation, subresource string, task *taskv1.Task) admission.Request {
+	t.Helper()
+	raw, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := metav1.GroupVersionKind{Group: taskv1.Group, Version: "v1", Kind: taskv1.Kind}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, SubResource: subresource, Kind: gvk, RequestKind: &gvk, Name: task.Name,
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+	if op == admissionv1.Update {
+		req.OldObject = runtime.RawExtension{Raw: raw}
+	}
+	return req
+}
+
 func TestValidator(t *testing.T) {
+	huge := func(s *taskv1.TaskSpec) {
+		for i := range 64 {
+			s.Runner.Shell.Env = append(s.Runner.Shell.Env, taskv1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: randomText(i, 4096)})
+		}
+	}
 	tests := []struct {
-		name      string
-		schedule  *taskv1.Schedule
-		wantField string // empty: valid
+		name        string
+		subresource string
+		mutate      func(*taskv1.TaskSpec)
+		wantField   string // empty: valid
 	}{
-		{"no schedule", nil, ""},
-		{"five fields", &taskv1.Schedule{Cron: "*/5 * * * *"}, ""},
-		{"descriptor", &taskv1.Schedule{Cron: "@hourly", TimeZone: "Europe/Paris"}, ""},
-		{"every", &taskv1.Schedule{Cron: "@every 2s"}, ""},
-		{"bad cron", &taskv1.Schedule{Cron: "every tuesday"}, "spec.schedule.cron"},
-		{"six fields", &taskv1.Schedule{Cron: "0 */5 * * * *"}, "spec.schedule.cron"},
-		{"unknown zone", &taskv1.Schedule{Cron: "@daily", TimeZone: "Mars/Olympus_Mons"}, "spec.schedule.timeZone"},
+		{"no schedule", "", nil, ""},
+		{"five fields", "", func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "*/5 * * * *"} }, ""},
+		{"bad cron", "", func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "every tuesday"} }, "spec.schedule.cron"},
+		{"TZ prefix", "", func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "TZ=UTC"} }, "spec.schedule.cron"},
+		{"unknown zone", "", func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily", TimeZone: "Mars/Olympus_Mons"} }, "spec.schedule.timeZone"},
+		{"unreadable at old versions", "", huge, "spec.runner.shell.env"},
+		{"status write of an unreadable Task", "status", huge, "spec.runner.shell.env"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			task := shellTask(func(s *taskv1.TaskSpec) { s.Schedule = tt.schedule })
-			_, errCreate := TaskValidator{}.ValidateCreate(context.Background(), task)
-			_, errUpdate := TaskValidator{}.ValidateUpdate(context.Background(), task, task)
-			for _, err := range []error{errCreate, errUpdate} {
+			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+				if tt.subresource != "" && op == admissionv1.Create {
+					continue
+				}
+				resp := Validator{}.Handle(context.Background(), request(t, op, tt.subresource, shellTask(tt.mutate)))
 				switch {
-				case tt.wantField == "" && err != nil:
-					t.Errorf("rejected a valid Task: %v", err)
-				case tt.wantField != "" && (err == nil || !strings.Contains(err.Error(), tt.wantField)):
-					t.Errorf("error %v does not name %s", err, tt.wantField)
+				case tt.wantField == "" && !resp.Allowed:
+					t.Errorf("%s: rejected a valid Task: %v", op, resp.Result)
+				case tt.wantField != "" && resp.Allowed:
+					t.Errorf("%s: allowed, want an error naming %s", op, tt.wantField)
+				case tt.wantField != "" && !strings.Contains(resp.Result.Message, tt.wantField):
+					t.Errorf("%s: error %q does not name %s", op, resp.Result.Message, tt.wantField)
 				}
 			}
 		})
+	}
+}
+
+// randomText is n bytes that do not compress: what a maximal object may hold.
+func randomText(seed, n int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
+	b := make([]byte, n)
+	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = letters[x%uint64(len(letters))]
+	}
+	return string(b)
+}
+
+func TestMutator(t *testing.T) {
+	task := shellTask(func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily"} })
+	task.Annotations = map[string]string{conversion.PreservedAnnotation: `{"v":2}`, "keep": "me"}
+	resp := Mutator{}.Handle(context.Background(), request(t, admissionv1.Create, "", task))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	ops := map[string]jsonpatch.Operation{}
+	for _, op := range resp.Patches {
+		ops[op.Path] = op
+	}
+	for _, want := range []string{
+		"/metadata/annotations/task.example.com~1preserved-v1-fields", // removed
+		"/spec/successfulJobsHistoryLimit", "/spec/failedJobsHistoryLimit", "/spec/retry",
+	} {
+		if _, ok := ops[want]; !ok {
+			t.Errorf("no patch of %s in %v", want, resp.Patches)
+		}
+	}
+	if op := ops["/metadata/annotations/task.example.com~1preserved-v1-fields"]; op.Operation != "remove" {
+		t.Errorf("preserved annotation: %s, want remove", op.Operation)
+	}
+	if _, ok := ops["/metadata/annotations/keep"]; ok {
+		t.Errorf("touched an annotation it has no business with")
+	}
+}
+
+func TestMutatorRejectsGarbage(t *testing.T) {
+	req := request(t, admissionv1.Create, "", shellTask(nil))
+	req.Object.Raw = []byte("{not json")
+	if resp := (Mutator{}).Handle(context.Background(), req); resp.Allowed {
+		t.Fatal("allowed an object that is not JSON")
 	}
 }

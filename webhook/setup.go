@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -127,17 +126,10 @@ func Setup(mgr manager.Manager, o Options, cert *Certificate) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	// Registered before the builder so that it finds /convert handled and serves the
-	// instrumented handler over the same converter registry.
-	mgr.GetWebhookServer().Register("/convert", conversion.NewHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
-	err := ctrl.NewWebhookManagedBy(mgr, &taskv1.Task{}).
-		WithConverter(conversion.NewConverter()).
-		WithDefaulter(TaskDefaulter{}).
-		WithValidator(TaskValidator{}).
-		Complete()
-	if err != nil {
-		return fmt.Errorf("register task webhooks: %w", err)
-	}
+	server := mgr.GetWebhookServer()
+	server.Register("/convert", conversion.NewHandler())
+	server.Register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
+	server.Register(validatePath, &crwebhook.Admission{Handler: Validator{}})
 	started := mgr.GetWebhookServer().StartedChecker()
 	ready := func(req *http.Request) error {
 		if o.SelfManagedCerts && !cert.loaded() {

@@ -155,7 +155,8 @@ type RetryPolicy struct {
 	// +kubebuilder:validation:Maximum=100
 	MaxRetries int32 `json:"maxRetries"`
 
-	// Backoff spaces the retries: by default 10s, doubling, at most 5m.
+	// Backoff spaces the retries: by default 10s, doubling, at most 5m. Defaults are spelled as Go
+	// writes durations ("5m0s"), so that a Task read at an old version needs no preserved fields.
 	// +optional
 	// +kubebuilder:default={}
 	Backoff *Backoff `json:"backoff,omitempty"`
@@ -175,7 +176,7 @@ type Backoff struct {
 	// +kubebuilder:validation:Maximum=10
 	Factor int32 `json:"factor,omitempty"`
 	// +optional
-	// +kubebuilder:default="5m"
+	// +kubebuilder:default="5m0s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be a duration between 0s and 24h"
 	Max *metav1.Duration `json:"max,omitempty"`

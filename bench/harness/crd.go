@@ -17,21 +17,16 @@ import (
 	"path/filepath"
 	"time"
 
-	"example.com/task-operator/apis/install"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"example.com/task-operator/config"
 	"example.com/task-operator/conversion"
@@ -259,20 +254,8 @@ func StartConversionWebhook(ctx context.Context) (*ConversionWebhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := install.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	converter, err := conversion.NewConverter()(scheme)
-	if err != nil {
-		return nil, err
-	}
-	registry := crconversion.NewRegistry()
-	if err := registry.RegisterConverter(schema.GroupKind{Group: "example.com", Kind: "Task"}, converter); err != nil {
-		return nil, err
-	}
 	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
-	srv.Register("/convert", conversion.NewHandler(scheme, registry))
+	srv.Register("/convert", conversion.NewHandler())
 	ctx, cancel := context.WithCancel(ctx)
 	w := &ConversionWebhook{URL: fmt.Sprintf("https://127.0.0.1:%d/convert", port), CABundle: certPEM, cancel: cancel, dir: dir}
 	errc := make(chan error, 1)

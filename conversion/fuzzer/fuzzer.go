@@ -62,6 +62,12 @@ func taskFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 		func(h *v1beta1.HTTPRunner, c randfill.Continue) {
 			c.FillNoCustom(h)
 			h.URL = nonEmpty(c, h.URL)
+			// The schema defaults the method, so an old-version object always has one.
+			h.Method = pick(c, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+		},
+		func(s *v1beta1.TaskSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.Parallelism = positive(s.Parallelism) // defaulted to 1, at least 1
 		},
 		func(s *v1beta1.TaskStatus, c randfill.Continue) {
 			c.FillNoCustom(s)
@@ -70,6 +76,7 @@ func taskFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 		func(s *v1alpha1.TaskSpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			s.Type = pick(c, v1alpha1.TaskType("shell"), v1alpha1.TaskType("http"))
+			s.Replicas = positive(s.Replicas) // defaulted to 1, at least 1
 		},
 		func(s *v1alpha1.TaskStatus, c randfill.Continue) {
 			c.FillNoCustom(s)
@@ -94,4 +101,11 @@ func nonNegative(n int32) int32 {
 		return -(n + 1)
 	}
 	return n
+}
+
+func positive(n int32) int32 {
+	if n := nonNegative(n); n > 0 {
+		return n
+	}
+	return 1
 }

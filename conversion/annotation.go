@@ -1,0 +1,134 @@
+package conversion
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// PreservedAnnotation carries, on a Task read at an old version, the hub fields that version
+// cannot express, so that the apiserver's own round trips through the old version (admission,
+// patches, deletion, server-side apply bookkeeping) lose nothing. It exists only on old-version
+// objects: up-conversion consumes it and the admission webhook removes it from v1 objects.
+//
+// It is never trusted for a client's write: the admission webhook takes hidden fields from the
+// stored object (see Decide). It only carries the server's own decision from admission to
+// storage.
+const PreservedAnnotation = "task.example.com/preserved-v1-fields"
+
+// preservedFormat is the version of the annotation's layout; values of another layout (an older
+// release's) are ignored.
+const preservedFormat = 2
+
+// gzipPrefix marks a compressed value: base64 of the gzipped JSON, used when that is shorter.
+const gzipPrefix = "gz:"
+
+// compressAbove is the size of JSON above which compression is tried. Small values stay
+// readable in `kubectl get -o yaml`.
+const compressAbove = 4 << 10
+
+// preserved is what the annotation holds.
+type preserved struct {
+	Format int `json:"v"`
+	// Fingerprints of the spoke's spec and status as the annotation was made. While a part is
+	// unchanged, its patch applies as a whole and gives back the hub byte for byte; once it
+	// changed, only hidden fields the edit did not touch are restored (see restoreHidden).
+	SpecFingerprint   string `json:"spec"`
+	StatusFingerprint string `json:"status"`
+	// Owners fingerprints the visible values that own hidden fields (spokeRules.owners).
+	Owners map[path]string `json:"owners,omitempty"`
+	// Patch is the JSON merge patch from the spoke's defaulted up-conversion to the hub body.
+	Patch body `json:"patch"`
+}
+
+// encode renders p as the annotation's value: compact JSON without HTML escaping (which would
+// turn every <, > and & into six bytes), gzipped when large and that is shorter.
+func (p *preserved) encode() (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return "", fmt.Errorf("encode %s: %w", PreservedAnnotation, err)
+	}
+	plain := strings.TrimSuffix(buf.String(), "\n")
+	if len(plain) <= compressAbove {
+		return plain, nil
+	}
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	_, _ = zw.Write([]byte(plain))
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("compress %s: %w", PreservedAnnotation, err)
+	}
+	if packed := gzipPrefix + base64.StdEncoding.EncodeToString(zipped.Bytes()); len(packed) < len(plain) {
+		return packed, nil
+	}
+	return plain, nil
+}
+
+// maxPreservedBytes bounds a decompressed annotation: the apiserver limits all annotations
+// together to 256 KiB, and a valid hub body is far below this.
+const maxPreservedBytes = 8 << 20
+
+// decodePreserved reads the annotation's value. ok is false for a value of another layout (an
+// older release's), which is ignored; a damaged value is an error naming the annotation.
+func decodePreserved(value string) (p *preserved, ok bool, err error) {
+	fail := func(err error) (*preserved, bool, error) {
+		return nil, false, fmt.Errorf("metadata.annotations[%s]: %w", PreservedAnnotation, err)
+	}
+	raw := []byte(value)
+	if rest, zipped := strings.CutPrefix(value, gzipPrefix); zipped {
+		packed, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return fail(fmt.Errorf("not base64 after %q: %w", gzipPrefix, err))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(packed))
+		if err != nil {
+			return fail(fmt.Errorf("not gzip: %w", err))
+		}
+		if raw, err = io.ReadAll(io.LimitReader(zr, maxPreservedBytes+1)); err != nil {
+			return fail(fmt.Errorf("not gzip: %w", err))
+		}
+		if len(raw) > maxPreservedBytes {
+			return fail(fmt.Errorf("decompresses to more than %d bytes", maxPreservedBytes))
+		}
+	}
+	var probe struct {
+		Format *int `json:"v"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return fail(fmt.Errorf("not a JSON object: %w", err))
+	}
+	if probe.Format == nil || *probe.Format != preservedFormat {
+		return nil, false, nil
+	}
+	p = &preserved{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
+		return fail(err)
+	}
+	for key := range p.Patch {
+		if key != "spec" && key != "status" {
+			return fail(fmt.Errorf("patch may only hold spec and status, not %q", key))
+		}
+	}
+	return p, true, nil
+}
+
+// fingerprint identifies a decoded JSON value: the first 16 hex digits of the SHA-256 of its
+// canonical JSON (encoding/json sorts map keys). It detects edits, it authenticates nothing.
+func fingerprint(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "" // decoded JSON always encodes
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,197 @@
+package conversion
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+)
+
+// A body is the part of a Task that versions map: {"spec": ..., "status": ...}, as decoded JSON.
+// Metadata is the same at every version and is carried over untouched.
+type body = map[string]any
+
+// bodyOf returns obj's spec and status (absent ones stay absent).
+func bodyOf(obj map[string]any) body {
+	b := body{}
+	for _, key := range []string{"spec", "status"} {
+		if v, ok := obj[key]; ok {
+			b[key] = v
+		}
+	}
+	return b
+}
+
+// toBody encodes a typed object's spec and status as a body, dropping empty objects: a struct
+// without omitempty encodes as {} where the JSON a client sent simply has no such key.
+func toBody(typed any) (body, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	return compact(bodyOf(m)), nil
+}
+
+// fromBody decodes b into typed through JSON, so that a value of the wrong type is reported
+// with the path of its field (encoding/json names it), e.g. "spec.retry.maxRetries".
+func fromBody(b body, typed any) error {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(typed)
+}
+
+// compact removes, recursively, keys whose value is an empty object.
+func compact(m map[string]any) map[string]any {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			if len(compact(sub)) == 0 {
+				delete(m, k)
+			}
+		}
+	}
+	return m
+}
+
+// diff returns the JSON merge patch (RFC 7386) that turns from into to. Objects are diffed key by
+// key; every other value, lists included, is replaced whole.
+func diff(from, to map[string]any) map[string]any {
+	patch := map[string]any{}
+	for key, want := range to {
+		have, ok := from[key]
+		if !ok {
+			patch[key] = want
+			continue
+		}
+		haveObj, haveIsObj := have.(map[string]any)
+		wantObj, wantIsObj := want.(map[string]any)
+		if haveIsObj && wantIsObj {
+			if sub := diff(haveObj, wantObj); len(sub) > 0 {
+				patch[key] = sub
+			}
+			continue
+		}
+		if !reflect.DeepEqual(have, want) {
+			patch[key] = want
+		}
+	}
+	for key := range from {
+		if _, ok := to[key]; !ok {
+			patch[key] = nil
+		}
+	}
+	return patch
+}
+
+// apply applies a JSON merge patch to doc in place.
+func apply(doc, patch map[string]any) {
+	for key, value := range patch {
+		if value == nil {
+			delete(doc, key)
+			continue
+		}
+		sub, isObj := value.(map[string]any)
+		if !isObj {
+			doc[key] = deepCopy(value)
+			continue
+		}
+		target, ok := doc[key].(map[string]any)
+		if !ok {
+			target = map[string]any{}
+			doc[key] = target
+		}
+		apply(target, sub)
+	}
+}
+
+// deepCopy copies decoded JSON, so that a patch and the documents it is applied to never share
+// maps or slices.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopy(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// A path names a field by its JSON keys, e.g. "spec.runner.http.url".
+type path string
+
+func (p path) keys() []string { return strings.Split(string(p), ".") }
+
+// lookup returns the value at p in doc.
+func lookup(doc map[string]any, p path) (any, bool) {
+	var cur any = doc
+	for _, k := range p.keys() {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// cut removes the value at p from doc, if there is one.
+func cut(doc map[string]any, p path) {
+	keys := p.keys()
+	parent, ok := lookup(doc, path(strings.Join(keys[:len(keys)-1], ".")))
+	if len(keys) == 1 {
+		parent, ok = doc, true
+	}
+	if m, isObj := parent.(map[string]any); ok && isObj {
+		delete(m, keys[len(keys)-1])
+	}
+}
+
+// within reports whether p is root or lies below it.
+func within(p, root path) bool {
+	return p == root || strings.HasPrefix(string(p), string(root)+".")
+}
+
+func join(p path, key string) path {
+	if p == "" {
+		return path(key)
+	}
+	return path(string(p) + "." + key)
+}
+
+// decodeJSON decodes a JSON object as the apiserver and runtime.DefaultUnstructuredConverter
+// represent it: whole numbers as int64, so that values decoded from a request and values
+// encoded from a typed object compare equal.
+func decodeJSON(data []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// DecodeObject decodes a Task sent as JSON (by the apiserver, to a webhook).
+func DecodeObject(data []byte) (map[string]any, error) {
+	obj, err := decodeJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode Task: %w", err)
+	}
+	return obj, nil
+}

@@ -1,0 +1,334 @@
+package conversion
+
+import (
+	"fmt"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// Convert converts a Task, as decoded JSON of any served version, to version. It never fails for
+// a Task the v1 schema admits; a spoke object whose preserved annotation is damaged, or whose
+// fields have the wrong types, is an error that names the field.
+//
+// Hub to spoke: the spoke's fields, and the preserved annotation holding the difference between
+// the hub and what the spoke says (raw JSON values, so durations keep their spelling and explicit
+// zero values stay). Spoke to hub: the spoke's fields, defaults, and the hidden fields from the
+// annotation (see restore).
+func Convert(obj map[string]any, version string) (map[string]any, error) {
+	from, err := versionOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if from == version {
+		return obj, nil
+	}
+	if from != hubVersion {
+		if obj, err = spokes[from].toHub(obj); err != nil {
+			return nil, err
+		}
+	}
+	if version == hubVersion {
+		return obj, nil
+	}
+	to, ok := spokes[version]
+	if !ok {
+		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, servedVersions())
+	}
+	return to.fromHub(obj)
+}
+
+// taskGroupPrefix starts the apiVersion of every served version.
+const taskGroupPrefix = taskv1.Group + "/"
+
+// versionOf reads the version of a Task's apiVersion.
+func versionOf(obj map[string]any) (string, error) {
+	if v := versionOfObject(obj); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%s: apiVersion %q is not a served version of %s", nameOf(obj), obj["apiVersion"], taskv1.GroupKind)
+}
+
+func servedVersions() []string {
+	return []string{hubVersion, v1beta1Spoke.version, v1alpha1Spoke.version}
+}
+
+// fromHub converts a hub object to the spoke.
+func (s spoke) fromHub(obj map[string]any) (map[string]any, error) {
+	spokeBody, p, err := s.read(obj)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := metadataWithout(obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Patch) > 0 {
+		value, err := p.encode()
+		if err != nil {
+			return nil, err
+		}
+		setAnnotation(meta, PreservedAnnotation, value)
+	}
+	return assemble(s.version, meta, spokeBody), nil
+}
+
+// read maps a hub object to the spoke's body and what that body does not express.
+func (s spoke) read(obj map[string]any) (body, *preserved, error) {
+	raw := bodyOf(obj)
+	hub := &taskv1.Task{}
+	if err := fromBody(raw, hub); err != nil {
+		return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
+	}
+	spokeBody, pure, err := s.down(hub)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.preserve(raw, spokeBody, pure)
+	return spokeBody, p, err
+}
+
+// preserve returns what the spoke loses of the hub body raw: the merge patch from the spoke's
+// defaulted up-conversion to raw (empty when nothing is lost), with the fingerprints that tell
+// later whether the spoke was edited.
+func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, error) {
+	pureBody, err := toBody(pure)
+	if err != nil {
+		return nil, err
+	}
+	defaulted, err := defaultedBody(pure)
+	if err != nil {
+		return nil, err
+	}
+	return &preserved{
+		Format:            preservedFormat,
+		SpecFingerprint:   fingerprint(spokeBody["spec"]),
+		StatusFingerprint: fingerprint(spokeBody["status"]),
+		Owners:            s.rules.ownerPrints(pureBody),
+		Patch:             diff(defaulted, raw),
+	}, nil
+}
+
+// toHub converts a spoke object to the hub.
+func (s spoke) toHub(obj map[string]any) (map[string]any, error) {
+	pure, canonical, err := s.up(bodyOf(obj))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+	}
+	meta, err := metadataWithout(obj)
+	if err != nil {
+		return nil, err
+	}
+	p, err := preservedOf(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+	}
+	var result body
+	if p == nil {
+		result, err = defaultedBody(pure)
+	} else {
+		result, err = s.restore(pure, canonical, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+	}
+	return assemble(hubVersion, meta, result), nil
+}
+
+// restore rebuilds the hub body from what the spoke says (pure, canonical) and the preserved
+// record p. A part (spec, status) the spoke left as it was comes back exactly as the hub had it.
+// A part that was edited keeps the edit and regains only the hidden fields the edit could not
+// have meant to change (restoreHidden); the rest takes defaults.
+func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, error) {
+	defaulted, err := defaultedBody(pure)
+	if err != nil {
+		return nil, err
+	}
+	exact := deepCopy(defaulted).(body)
+	apply(exact, p.Patch)
+
+	pureBody, err := toBody(pure)
+	if err != nil {
+		return nil, err
+	}
+	edited, err := s.restoreHidden(pureBody, canonical, p)
+	if err != nil {
+		return nil, err
+	}
+	if edited, err = withDefaults(edited); err != nil {
+		return nil, err
+	}
+
+	result := body{}
+	for part, was := range map[string]string{"spec": p.SpecFingerprint, "status": p.StatusFingerprint} {
+		source := edited
+		if fingerprint(canonical[part]) == was {
+			source = exact
+		}
+		if v, ok := source[part]; ok {
+			result[part] = v
+		}
+	}
+	// The restored fields come from an annotation: check they fit the hub before they are stored.
+	if err := fromBody(result, &taskv1.Task{}); err != nil {
+		return nil, fmt.Errorf("metadata.annotations[%s]: %w", PreservedAnnotation, err)
+	}
+	return result, nil
+}
+
+// restoreHidden adds to the pure body of an edited spoke the hidden fields of p that the edit
+// leaves standing: never a value the spoke says (the edit wins), nothing inside a container the
+// spoke removed, nothing below an owner whose value changed, and nothing that would change what
+// the spoke says (a preserved value may only be one the spoke cannot express).
+func (s spoke) restoreHidden(pureBody, canonical body, p *preserved) (body, error) {
+	var leaves []leaf
+	s.rules.hiddenLeaves(pureBody, p.Patch, "", s.rules.changedOwners(p, pureBody), &leaves)
+	if len(leaves) == 0 {
+		return deepCopy(pureBody).(body), nil
+	}
+	says := fingerprint(canonical)
+	all := deepCopy(pureBody).(body)
+	for _, l := range leaves {
+		l.applyTo(all)
+	}
+	if s.says(all) == says {
+		return all, nil
+	}
+	// Some preserved value would change what the spoke says: keep the others, one by one.
+	kept := deepCopy(pureBody).(body)
+	for _, l := range leaves {
+		candidate := deepCopy(kept).(body)
+		l.applyTo(candidate)
+		if s.says(candidate) == says {
+			kept = candidate
+		}
+	}
+	return kept, nil
+}
+
+// says fingerprints what the spoke says of a hub body; "" when the body does not decode.
+func (s spoke) says(b body) string {
+	hub := &taskv1.Task{}
+	if err := fromBody(b, hub); err != nil {
+		return ""
+	}
+	spokeBody, _, err := s.down(hub)
+	if err != nil {
+		return ""
+	}
+	return fingerprint(spokeBody)
+}
+
+// A leaf is one value of a merge patch, at its path.
+type leaf struct {
+	at    path
+	value any
+}
+
+func (l leaf) applyTo(doc map[string]any) {
+	keys := l.at.keys()
+	cur := doc
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[k] = next
+		}
+		cur = next
+	}
+	last := keys[len(keys)-1]
+	if l.value == nil {
+		delete(cur, last)
+		return
+	}
+	cur[last] = deepCopy(l.value)
+}
+
+// hiddenLeaves collects the leaves of patch that doc lacks, outside removed containers and
+// changed owners.
+func (r spokeRules) hiddenLeaves(doc, patch map[string]any, at path, dropped []path, out *[]leaf) {
+	for key, value := range patch {
+		p := join(at, key)
+		if isBelowAny(p, dropped) {
+			continue
+		}
+		have, present := doc[key]
+		sub, patchIsObj := value.(map[string]any)
+		haveObj, haveIsObj := have.(map[string]any)
+		switch {
+		case patchIsObj && haveIsObj:
+			r.hiddenLeaves(haveObj, sub, p, dropped, out)
+		case present, value == nil, r.isContainer(p):
+		default:
+			*out = append(*out, leaf{at: p, value: value})
+		}
+	}
+}
+
+func (r spokeRules) isContainer(p path) bool {
+	for _, c := range r.containers {
+		if p == c {
+			return true
+		}
+	}
+	return false
+}
+
+func isBelowAny(p path, roots []path) bool {
+	for _, root := range roots {
+		if within(p, root) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerPrints fingerprints the owners' visible values in a pure body.
+func (r spokeRules) ownerPrints(pureBody body) map[path]string {
+	if len(r.owners) == 0 {
+		return nil
+	}
+	prints := make(map[path]string, len(r.owners))
+	for _, o := range r.owners {
+		v, _ := lookup(pureBody, o.value)
+		prints[o.value] = fingerprint(v)
+	}
+	return prints
+}
+
+// changedOwners returns what the owners whose value differs from when p was made own.
+func (r spokeRules) changedOwners(p *preserved, pureBody body) []path {
+	var dropped []path
+	now := r.ownerPrints(pureBody)
+	for _, o := range r.owners {
+		if p.Owners[o.value] != now[o.value] {
+			dropped = append(dropped, o.owns)
+		}
+	}
+	return dropped
+}
+
+// defaultedBody is the body of hub with every default applied.
+func defaultedBody(hub *taskv1.Task) (body, error) {
+	defaulted := hub.DeepCopy()
+	taskv1.SetDefaults(defaulted)
+	return toBody(defaulted)
+}
+
+// withDefaults adds to b the defaults of the fields it lacks, leaving the spelling of every
+// field it has alone.
+func withDefaults(b body) (body, error) {
+	hub := &taskv1.Task{}
+	if err := fromBody(b, hub); err != nil {
+		return nil, err
+	}
+	before, err := toBody(hub)
+	if err != nil {
+		return nil, err
+	}
+	after, err := defaultedBody(hub)
+	if err != nil {
+		return nil, err
+	}
+	apply(b, diff(before, after))
+	return b, nil
+}

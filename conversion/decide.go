@@ -1,0 +1,104 @@
+package conversion
+
+import (
+	"fmt"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// Write is a client's write of a Task, as the admission webhook sees it: at v1, whatever version
+// the client wrote at.
+type Write struct {
+	// Version is the version the client wrote at (the AdmissionRequest's requestKind).
+	Version string
+	// Create is true for a CREATE, false for an UPDATE (a patch and an apply are updates).
+	Create bool
+	// Status is true for a write to the status subresource.
+	Status bool
+	// Object is the Task to be stored and OldObject the stored one (UPDATE only), at v1.
+	Object, OldObject map[string]any
+}
+
+// Decide returns the Task to store for w, at v1. The server decides what a client cannot see:
+//
+//   - A write at an old version sets only the fields that version expresses. The hidden fields
+//     are those of the stored object (UPDATE) or the defaults (CREATE), whatever the client sent
+//     (a preserved annotation it kept, edited, forged or deleted), except where the write changed
+//     what owns them (see the spokes' rules: a removed runner or schedule, a new URL, another
+//     Job).
+//   - A write to the main resource never sets status, at any version: status is the stored one
+//     (UPDATE) or none (CREATE); a write to status never sets spec.
+//   - The preserved annotation is never stored, and defaults are filled in (main resource only).
+//
+// Fields are spelled as the client or the stored object spelled them (a duration stays "5m").
+func Decide(w Write) (map[string]any, error) {
+	out, err := metadataWithout(w.Object)
+	if err != nil {
+		return nil, err
+	}
+	result := assemble(hubVersion, out, bodyOf(w.Object))
+	if w.Version != hubVersion {
+		b, err := decideHidden(w)
+		if err != nil {
+			return nil, err
+		}
+		replaceBody(result, b)
+	}
+	if w.Status {
+		return result, nil
+	}
+	b := bodyOf(result)
+	delete(b, "status")
+	if !w.Create {
+		if status, ok := w.OldObject["status"]; ok {
+			b["status"] = deepCopy(status)
+		}
+	}
+	if b, err = withDefaults(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(w.Object), err)
+	}
+	replaceBody(result, b)
+	return result, nil
+}
+
+// decideHidden returns the body of a write at an old version with its hidden fields decided.
+func decideHidden(w Write) (body, error) {
+	s, ok := spokes[w.Version]
+	if !ok {
+		return nil, fmt.Errorf("%s: written at unknown version %q", nameOf(w.Object), w.Version)
+	}
+	hub := &taskv1.Task{}
+	if err := fromBody(bodyOf(w.Object), hub); err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(w.Object), err)
+	}
+	spokeBody, pure, err := s.down(hub)
+	if err != nil {
+		return nil, err
+	}
+	if w.Create {
+		return defaultedBody(pure)
+	}
+	_, old, err := s.read(w.OldObject)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.restore(pure, spokeBody, old)
+	if err != nil {
+		return nil, err
+	}
+	if w.Status {
+		b["spec"] = deepCopy(w.OldObject["spec"])
+	}
+	return b, nil
+}
+
+// replaceBody sets obj's spec and status to b's.
+func replaceBody(obj map[string]any, b body) {
+	for _, key := range []string{"spec", "status"} {
+		if v, ok := b[key]; ok {
+			obj[key] = v
+		} else {
+			delete(obj, key)
+		}
+	}
+}

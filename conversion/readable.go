@@ -1,0 +1,103 @@
+package conversion
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// CheckReadable refuses a v1 Task that could not be read at an old version: the apiserver
+// limits an object's annotations to 256 KiB in all, the preserved annotation included, and
+// refuses a conversion whose result exceeds it, which would break every old-version read and
+// LIST of the Task's namespace. The error names the field that takes the most room. It is
+// checked on every write (the validating webhook), so a stored Task always stays readable.
+func CheckReadable(obj map[string]any) field.ErrorList {
+	others := annotationsSize(obj)
+	var errs field.ErrorList
+	for _, version := range []string{v1alpha1Spoke.version, v1beta1Spoke.version} {
+		s := spokes[version]
+		_, p, err := s.read(obj)
+		if err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		}
+		if len(p.Patch) == 0 {
+			continue
+		}
+		value, err := p.encode()
+		if err != nil {
+			return field.ErrorList{field.InternalError(field.NewPath("metadata", "annotations"), err)}
+		}
+		total := others + int64(len(PreservedAnnotation)+len(value))
+		if total <= int64(apivalidation.TotalAnnotationSizeLimitB) {
+			continue
+		}
+		errs = append(errs, tooLargeFor(version, p.Patch, others, int64(len(value)), total))
+	}
+	return errs
+}
+
+// tooLargeFor explains which field to shorten so that the Task can be read at version.
+func tooLargeFor(version string, patch body, others, preservedSize, total int64) *field.Error {
+	const kib = 1 << 10
+	limit := int64(apivalidation.TotalAnnotationSizeLimitB)
+	if others >= preservedSize {
+		return field.TooLong(field.NewPath("metadata", "annotations"), "",
+			int(limit-preservedSize-int64(len(PreservedAnnotation))))
+	}
+	largest, size := largestLeaf(patch)
+	return field.Invalid(fieldPath(largest), fmt.Sprintf("<%d KiB>", size/kib), fmt.Sprintf(
+		"this Task could not be read at %s: the v1 fields %s cannot express take %d KiB of its annotations, "+
+			"which with the other annotations (%d KiB) exceeds the apiserver's limit of %d KiB; this field is the largest of them: shorten it",
+		version, version, preservedSize/kib, others/kib, limit/kib))
+}
+
+// annotationsSize is the size of obj's annotations as the apiserver counts it, without the
+// preserved annotation.
+func annotationsSize(obj map[string]any) int64 {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	var n int64
+	for k, v := range annotations {
+		if k == PreservedAnnotation {
+			continue
+		}
+		s, _ := v.(string)
+		n += int64(len(k) + len(s))
+	}
+	return n
+}
+
+// largestLeaf returns the path of the largest value in a merge patch and its encoded size.
+func largestLeaf(patch map[string]any) (path, int64) {
+	type sized struct {
+		at   path
+		size int64
+	}
+	var leaves []sized
+	var walk func(m map[string]any, at path)
+	walk = func(m map[string]any, at path) {
+		for k, v := range m {
+			p := join(at, k)
+			if sub, ok := v.(map[string]any); ok {
+				walk(sub, p)
+				continue
+			}
+			raw, _ := json.Marshal(v)
+			leaves = append(leaves, sized{p, int64(len(raw))})
+		}
+	}
+	walk(patch, "")
+	sort.Slice(leaves, func(i, j int) bool { return leaves[i].size > leaves[j].size })
+	if len(leaves) == 0 {
+		return "spec", 0
+	}
+	return leaves[0].at, leaves[0].size
+}
+
+func fieldPath(p path) *field.Path {
+	keys := p.keys()
+	return field.NewPath(keys[0], keys[1:]...)
+}

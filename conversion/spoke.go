@@ -1,0 +1,92 @@
+package conversion
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// A spoke is an old version of the Task API: how its objects map to and from the hub, and the
+// rules for the hub fields it cannot express (hidden fields) when an object is edited at it.
+type spoke struct {
+	version string
+	// down maps a hub to the spoke's body, and that body back to the hub as the spoke says it
+	// (pure: no hidden fields, no defaults).
+	down func(hub *taskv1.Task) (spokeBody body, pure *taskv1.Task, err error)
+	// up reads a spoke body and maps it to the hub as the spoke says it; canonical is the body
+	// re-encoded from its typed form, the form down produces.
+	up    func(b body) (pure *taskv1.Task, canonical body, err error)
+	rules spokeRules
+}
+
+// spokeRules say which hidden fields survive an edit made at the spoke.
+type spokeRules struct {
+	// containers are hub objects whose existence the spoke decides: one the spoke removed takes
+	// its hidden fields with it (a runner switched from Shell to HTTP drops the shell's env).
+	containers []path
+	// owners tie hidden fields to a visible value: when the value changes at the spoke, the
+	// hidden fields it owns return to their defaults.
+	owners []owner
+}
+
+// owner ties the hidden fields below owns to the visible field value.
+type owner struct {
+	value path
+	owns  path
+}
+
+// spokeObject is the typed object of a spoke version.
+type spokeObject[T any] interface {
+	*T
+	client.Object
+}
+
+// newSpoke builds the spoke of a version from its typed mapping functions.
+func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P), up func(P, *taskv1.Task), rules spokeRules) spoke {
+	toHub := func(s P) (body, *taskv1.Task, error) {
+		b, err := toBody(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode %s Task: %w", version, err)
+		}
+		hub := &taskv1.Task{}
+		up(s, hub)
+		return b, hub, nil
+	}
+	return spoke{
+		version: version,
+		down: func(hub *taskv1.Task) (body, *taskv1.Task, error) {
+			s := P(new(T))
+			down(hub, s)
+			return toHub(s)
+		},
+		up: func(b body) (*taskv1.Task, body, error) {
+			s := P(new(T))
+			if err := fromBody(b, s); err != nil {
+				return nil, nil, fmt.Errorf("decode %s Task: %w", version, err)
+			}
+			canonical, pure, err := toHub(s)
+			return pure, canonical, err
+		},
+		rules: rules,
+	}
+}
+
+// spokes are the old versions, by version name.
+var spokes = map[string]spoke{}
+
+func init() {
+	for _, s := range []spoke{v1alpha1Spoke, v1beta1Spoke} {
+		spokes[s.version] = s
+	}
+}
+
+// hubVersion is the version every spoke converts through and the storage version.
+var hubVersion = taskv1.GroupVersion.Version
+
+// known reports whether version is one this package converts.
+func known(version string) bool {
+	_, ok := spokes[version]
+	return ok || version == hubVersion
+}
