@@ -22,7 +22,7 @@ import (
 // The webhook configurations are generated from these markers into config/webhook. A status write
 // at v1 (the operator's own, every few seconds) has nothing for the mutating webhook to decide:
 // its match condition spares the apiserver the call.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-task,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks;tasks/status,verbs=create;update,versions=v1,name=mtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"not-a-v1-status-write","expression":"!(request.subResource == 'status' && request.requestKind.version == 'v1')"}]}`
+// +kubebuilder:webhook:path=/mutate-example-com-v1-task,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks;tasks/status,verbs=create;update,versions=v1,name=mtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"not-a-v1-status-write","expression":"!(has(request.subResource) && request.subResource == 'status' && has(request.requestKind) && request.requestKind.version == 'v1')"}]}`
 // +kubebuilder:webhook:path=/validate-example-com-v1-task,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=tasks;tasks/status,verbs=create;update,versions=v1,name=vtask.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=10
 
 const (
