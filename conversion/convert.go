@@ -95,7 +95,7 @@ func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, err
 	if err != nil {
 		return nil, err
 	}
-	defaulted, err := defaultedBody(pure)
+	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, err
 		SpecFingerprint:   fingerprint(spokeBody["spec"]),
 		StatusFingerprint: fingerprint(spokeBody["status"]),
 		Owners:            s.rules.ownerPrints(pureBody),
-		Patch:             diff(defaulted, raw),
+		Patch:             diff(baseline, raw),
 	}, nil
 }
 
@@ -124,7 +124,7 @@ func (s spoke) toHub(obj map[string]any) (map[string]any, error) {
 	}
 	var result body
 	if p == nil {
-		result, err = defaultedBody(pure)
+		result, err = defaultedBody(pure, taskv1.SetDefaults)
 	} else {
 		result, err = s.restore(pure, canonical, p)
 	}
@@ -139,11 +139,11 @@ func (s spoke) toHub(obj map[string]any) (map[string]any, error) {
 // A part that was edited keeps the edit and regains only the hidden fields the edit could not
 // have meant to change (restoreHidden); the rest takes defaults.
 func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, error) {
-	defaulted, err := defaultedBody(pure)
+	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
 	if err != nil {
 		return nil, err
 	}
-	exact := deepCopy(defaulted).(body)
+	exact := deepCopy(baseline).(body)
 	apply(exact, p.Patch)
 
 	pureBody, err := toBody(pure)
@@ -307,10 +307,13 @@ func (r spokeRules) changedOwners(p *preserved, pureBody body) []path {
 	return dropped
 }
 
-// defaultedBody is the body of hub with every default applied.
-func defaultedBody(hub *taskv1.Task) (body, error) {
+// defaultedBody is the body of hub with the defaults that set applies: taskv1.SetDefaults, or
+// taskv1.SetFieldDefaults for the baseline the preserved patch is taken against, so that a
+// hidden field defaulted for a reason that may go away (history limits, for the schedule) is
+// kept as set.
+func defaultedBody(hub *taskv1.Task, set func(*taskv1.Task)) (body, error) {
 	defaulted := hub.DeepCopy()
-	taskv1.SetDefaults(defaulted)
+	set(defaulted)
 	return toBody(defaulted)
 }
 
@@ -325,7 +328,7 @@ func withDefaults(b body) (body, error) {
 	if err != nil {
 		return nil, err
 	}
-	after, err := defaultedBody(hub)
+	after, err := defaultedBody(hub, taskv1.SetDefaults)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func decideHidden(w Write) (body, error) {
 		return nil, err
 	}
 	if w.Create {
-		return defaultedBody(pure)
+		return defaultedBody(pure, taskv1.SetDefaults)
 	}
 	_, old, err := s.read(w.OldObject)
 	if err != nil {

@@ -122,6 +122,13 @@ func httpHub() *taskv1.Task {
 	return task
 }
 
+// scheduledHub is a scheduled Task that left its history limits to the defaults.
+func scheduledHub() *taskv1.Task {
+	task := simpleHub()
+	task.Spec.Schedule = &taskv1.Schedule{Cron: "@daily"}
+	return task
+}
+
 func get(t testing.TB, obj map[string]any, p path) any {
 	t.Helper()
 	v, _ := lookup(obj, p)
@@ -315,6 +322,14 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 		},
 		checks: func(stored map[string]any) []check {
 			return []check{{"spec.schedule", nil}, {"spec.timeout", get(t, stored, "spec.timeout")}}
+		},
+	}, {
+		name: "v1beta1 schedule removed keeps the history limits it was defaulted with", task: scheduledHub(), version: beta, kind: updateMain,
+		edit: func(map[string]any) func(map[string]any) {
+			return func(o map[string]any) { delete(o["spec"].(map[string]any), "schedule") }
+		},
+		checks: func(map[string]any) []check {
+			return []check{{"spec.schedule", nil}, {"spec.successfulJobsHistoryLimit", int64(3)}, {"spec.failedJobsHistoryLimit", int64(1)}}
 		},
 	}, {
 		name: "v1beta1 cron changed keeps time zone and policy", task: richHub("echo hi"), version: beta, kind: updateMain,

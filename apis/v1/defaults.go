@@ -40,6 +40,21 @@ func DefaultBackoff() *Backoff {
 // SetDefaults fills every unset field that has a default, the schema's and the webhook's alike,
 // so that a Task built in Go (or read from an old version) means what the API server would store.
 func SetDefaults(task *Task) {
+	SetFieldDefaults(task)
+	if spec := &task.Spec; spec.Schedule != nil {
+		if spec.SuccessfulJobsHistoryLimit == nil {
+			spec.SuccessfulJobsHistoryLimit = ptrTo[int32](DefaultSuccessfulJobsHistoryLimit)
+		}
+		if spec.FailedJobsHistoryLimit == nil {
+			spec.FailedJobsHistoryLimit = ptrTo[int32](DefaultFailedJobsHistoryLimit)
+		}
+	}
+}
+
+// SetFieldDefaults fills the defaults that depend on nothing outside the object they are in:
+// all but the history limits, which a Task gets for having a schedule. A field defaulted for a
+// reason that may go away (a removed schedule) is not the same as an unset one.
+func SetFieldDefaults(task *Task) {
 	spec := &task.Spec
 	if spec.Parallelism == 0 {
 		spec.Parallelism = DefaultParallelism
@@ -56,16 +71,8 @@ func SetDefaults(task *Task) {
 			h.Timeout = &metav1.Duration{Duration: DefaultHTTPTimeout}
 		}
 	}
-	if s := spec.Schedule; s != nil {
-		if s.ConcurrencyPolicy == "" {
-			s.ConcurrencyPolicy = DefaultConcurrencyPolicy
-		}
-		if spec.SuccessfulJobsHistoryLimit == nil {
-			spec.SuccessfulJobsHistoryLimit = ptrTo[int32](DefaultSuccessfulJobsHistoryLimit)
-		}
-		if spec.FailedJobsHistoryLimit == nil {
-			spec.FailedJobsHistoryLimit = ptrTo[int32](DefaultFailedJobsHistoryLimit)
-		}
+	if s := spec.Schedule; s != nil && s.ConcurrencyPolicy == "" {
+		s.ConcurrencyPolicy = DefaultConcurrencyPolicy
 	}
 }
 
