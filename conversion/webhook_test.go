@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
@@ -253,3 +255,36 @@ type pipeWriter struct {
 func (p *pipeWriter) Header() http.Header         { return p.header }
 func (p *pipeWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 func (p *pipeWriter) WriteHeader(int)             {}
+
+// TestMetricLabelsComeFromServedVersionsOnly: whatever desiredAPIVersion a request names, the
+// metrics get one of the served versions or "unknown", so a client cannot mint label values.
+func TestMetricLabelsComeFromServedVersionsOnly(t *testing.T) {
+	for i := range 5 {
+		serve(t, reviewOf(t, "u", fmt.Sprintf("example.com/v%d-made-up", i), hubObject(t, simpleHub())))
+	}
+	labels := map[string]bool{}
+	for _, c := range []prometheus.Collector{requestsTotal, requestDuration, objectsTotal, objectDuration} {
+		ch := make(chan prometheus.Metric, 100)
+		c.Collect(ch)
+		close(ch)
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range pb.GetLabel() {
+				if l.GetName() == "to" || l.GetName() == "from" {
+					labels[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for v := range labels {
+		if v != "unknown" && !known(v) {
+			t.Errorf("metric label value %q is not a served version", v)
+		}
+	}
+	if !labels["unknown"] {
+		t.Errorf("made-up versions were not counted as unknown: %v", labels)
+	}
+}
