@@ -108,3 +108,7 @@ func removeCheckpoint(path string) error {
 	}
 	return nil
 }
+
+func isUnreadable(err error) bool {
+	return errors.Is(err, errUnreadableCheckpoint)
+}

@@ -11,6 +11,7 @@ import (
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -61,22 +62,23 @@ func RunStorageVersionMigration(ctx context.Context, cfg *rest.Config, name stri
 
 	// The migration is over when it succeeded (or failed) and the controller has cleared its
 	// Running condition: it does that right after writing the CRD's storedVersions.
-	var svm *svmv1.StorageVersionMigration
-	for {
-		svm, err = svms.Get(ctx, name, metav1.GetOptions{})
+	var conds []metav1.Condition
+	err = wait.PollUntilContextCancel(ctx, svmPollInterval, true, func(ctx context.Context) (bool, error) {
+		svm, err := svms.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return time.Since(start), fmt.Errorf("storage version migration: read %s: %w", name, err)
+			return false, fmt.Errorf("storage version migration: read %s: %w", name, err)
 		}
-		conds := svm.Status.Conditions
+		conds = svm.Status.Conditions
 		if c := meta.FindStatusCondition(conds, string(svmv1.MigrationFailed)); c != nil && c.Status == metav1.ConditionTrue {
-			return time.Since(start), fmt.Errorf("storage version migration %s failed: %s: %s", name, c.Reason, c.Message)
+			return false, fmt.Errorf("storage version migration %s failed: %s: %s", name, c.Reason, c.Message)
 		}
-		if meta.IsStatusConditionTrue(conds, string(svmv1.MigrationSucceeded)) && !meta.IsStatusConditionTrue(conds, string(svmv1.MigrationRunning)) {
-			break
-		}
-		if !sleep(ctx, svmPollInterval) {
-			return time.Since(start), fmt.Errorf("storage version migration %s: %w (conditions %s)", name, context.Cause(ctx), describeConditions(conds))
-		}
+		return meta.IsStatusConditionTrue(conds, string(svmv1.MigrationSucceeded)) && !meta.IsStatusConditionTrue(conds, string(svmv1.MigrationRunning)), nil
+	})
+	if ctx.Err() != nil {
+		return time.Since(start), fmt.Errorf("storage version migration %s: %w (conditions %s)", name, context.Cause(ctx), describeConditions(conds))
+	}
+	if err != nil {
+		return time.Since(start), err
 	}
 	elapsed := time.Since(start)
 
