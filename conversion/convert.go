@@ -332,6 +332,22 @@ func withDefaults(b body) (body, error) {
 	if err != nil {
 		return nil, err
 	}
-	apply(b, diff(before, after))
+	fill(b, diff(before, after))
 	return b, nil
+}
+
+// fill sets the values of patch that doc lacks. A value doc has stays, even one the typed
+// form cannot tell from unset (parallelism: 0): validation, not defaulting, must answer it.
+func fill(doc, patch map[string]any) {
+	for key, value := range patch {
+		have, present := doc[key]
+		sub, patchIsObj := value.(map[string]any)
+		haveObj, haveIsObj := have.(map[string]any)
+		switch {
+		case patchIsObj && haveIsObj:
+			fill(haveObj, sub)
+		case !present && value != nil:
+			doc[key] = deepCopy(value)
+		}
+	}
 }

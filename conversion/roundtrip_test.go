@@ -44,7 +44,8 @@ func TestHubRoundTripsAreByteExact(t *testing.T) {
 }
 
 // TestSpokeRoundTrips converts random old-version Tasks up to v1 and back: what the old version
-// says must survive, and nothing may need preserving for a Task that never was at v1.
+// says must survive, and nothing may need preserving for a Task that never was at v1 but the
+// history limits v1 gives a scheduled Task (kept, so that removing the schedule later keeps them).
 func TestSpokeRoundTrips(t *testing.T) {
 	t.Run(v1alpha1.GroupVersion.Version, func(t *testing.T) {
 		spokeRoundTrip(t, func() *v1alpha1.Task { return &v1alpha1.Task{} }, v1alpha1.GroupVersion.String())
@@ -69,6 +70,7 @@ func spokeRoundTrip[S interface{ SetGroupVersionKind(schema.GroupVersionKind) }]
 		}
 		hub := mustConvert(t, obj, hubVersion)
 		back := mustConvert(t, hub, version)
+		requireOnlyHistoryLimitsPreserved(t, back)
 		got, want := newSpoke(), newSpoke()
 		decodeInto(t, back, got)
 		decodeInto(t, obj, want)
@@ -76,4 +78,21 @@ func spokeRoundTrip[S interface{ SetGroupVersionKind(schema.GroupVersionKind) }]
 			t.Fatalf("iteration %d: %s Task changed in a round trip (-want +got):\n%s", i, version, diff)
 		}
 	}
+}
+
+func requireOnlyHistoryLimitsPreserved(t *testing.T, spoke map[string]any) {
+	t.Helper()
+	value := preservedValue(spoke)
+	if value == "" {
+		return
+	}
+	p, _, err := decodePreserved(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := map[string]any{"successfulJobsHistoryLimit": int64(taskv1.DefaultSuccessfulJobsHistoryLimit), "failedJobsHistoryLimit": int64(taskv1.DefaultFailedJobsHistoryLimit)}
+	if diff := cmp.Diff(body{"spec": limits}, p.Patch); diff != "" {
+		t.Fatalf("a Task that never was at v1 needs preserving (-history limits +preserved):\n%s", diff)
+	}
+	delete(spoke["metadata"].(map[string]any)["annotations"].(map[string]any), PreservedAnnotation)
 }

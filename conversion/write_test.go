@@ -427,3 +427,17 @@ func preservedValue(obj map[string]any) string {
 	value, _ := annotations[PreservedAnnotation].(string)
 	return value
 }
+
+// TestDefaultsNeverReplaceAValue: a value the typed form cannot tell from unset (parallelism 0)
+// is left for validation to refuse, not defaulted into a valid one.
+func TestDefaultsNeverReplaceAValue(t *testing.T) {
+	obj := hubObject(t, simpleHub())
+	setAt(obj, "spec.parallelism", int64(0))
+	decided, err := Decide(Write{Version: hubVersion, Create: true, Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, decided, "spec.parallelism"); got != int64(0) {
+		t.Fatalf("parallelism %v, want the 0 that was sent", got)
+	}
+}
