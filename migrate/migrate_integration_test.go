@@ -23,7 +23,7 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/migrate"
 )
 
@@ -166,11 +166,10 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer cancel()
-		for sleepCtx(runCtx, 10*time.Millisecond) {
-			if data, err := os.ReadFile(cpFile); err == nil && bytes.Contains(data, []byte(`"pages": 3,`)) {
-				return
-			}
-		}
+		_ = testenv.Poll(runCtx, time.Minute, 10*time.Millisecond, "three checkpointed pages", func(context.Context) (bool, error) {
+			data, err := os.ReadFile(cpFile)
+			return err == nil && bytes.Contains(data, []byte(`"pages": 3,`)), nil
+		})
 	}()
 	var out1 bytes.Buffer
 	opts.Progress = &out1
@@ -190,7 +189,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1alpha1", "v1"}) {
 		t.Fatalf("storedVersions after the interrupted run = %v", sv)
 	}
-	enc, _, err := env.storedEncodings(ctx)
+	enc, err := env.upgrade.StoredTaskVersions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 	}
 
 	// Compact etcd: the checkpoint's continue token now names a revision that is gone.
-	rev, err := env.compact(ctx)
+	rev, err := env.cp.EtcdCompact(ctx)
 	if err != nil {
 		t.Fatalf("compact etcd: %v", err)
 	}
@@ -272,7 +271,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	t.Logf("the controller rewrote the first Task %s after the StorageVersionMigration was created and the last %s later",
 		first.Round(time.Millisecond), (last - first).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("StorageVersionMigration: %v\nkube-controller-manager log:\n%s", err, lastLines(env.cp.Logs(controlplane.KubeControllerManager), 40))
+		t.Fatalf("StorageVersionMigration: %v\nkube-controller-manager log:\n%s", err, testenv.Tail(env.cp.Logs(testenv.KubeControllerManager), 40))
 	}
 	t.Logf("StorageVersionMigration of %d Tasks took %s", n, d.Round(time.Millisecond))
 	if svm, err := env.kube.StoragemigrationV1().StorageVersionMigrations().Get(ctx, name, metav1.GetOptions{}); err == nil {
@@ -298,10 +297,10 @@ func (env *testEnv) watchRewrites(ctx context.Context, n int) func() (first, las
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleepCtx(ctx, 100*time.Millisecond) {
-			enc, _, err := env.storedEncodings(ctx)
+		_ = testenv.Poll(ctx, 3*time.Minute, 0, "every Task stored at v1", func(ctx context.Context) (bool, error) {
+			enc, err := env.upgrade.StoredTaskVersions(ctx)
 			if err != nil {
-				continue
+				return false, err
 			}
 			v1 := 0
 			for _, v := range enc {
@@ -312,11 +311,12 @@ func (env *testEnv) watchRewrites(ctx context.Context, n int) func() (first, las
 			if v1 > 0 && first == 0 {
 				first = time.Since(start)
 			}
-			if v1 >= n {
-				last = time.Since(start)
-				return
+			if v1 < n {
+				return false, nil
 			}
-		}
+			last = time.Since(start)
+			return true, nil
+		})
 	}()
 	return func() (time.Duration, time.Duration) {
 		<-done
@@ -373,7 +373,7 @@ func BenchmarkMigrate(b *testing.B) {
 // editTask changes the spec of a Task at v1alpha1, as a user of the previous release would.
 func editTask(ctx context.Context, env *testEnv, key string, i int) error {
 	ns, name, _ := strings.Cut(key, "/")
-	client := env.tasks("v1alpha1", ns)
+	client := env.upgrade.Tasks("v1alpha1", ns)
 	for {
 		obj, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -413,11 +413,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 type timing struct {

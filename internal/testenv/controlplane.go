@@ -1,4 +1,4 @@
-package controlplane
+package testenv
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -22,7 +23,7 @@ const (
 	logTailLines = 50
 	// adminUser is the system:masters identity of the kubeconfig and of the
 	// controller-manager, scheduler and KWOK.
-	adminUser = "e2e-admin"
+	adminUser = "testenv-admin"
 )
 
 // ControlPlane is a running local control plane. Stop it when done.
@@ -48,6 +49,9 @@ type ControlPlane struct {
 	envPIDs    map[string]int // etcd and kube-apiserver, started by envtest
 	procs      []*proc        // started by us
 	watchdog   *watchdog
+
+	etcdMu sync.Mutex
+	etcd   *clientv3.Client // see Etcd
 
 	stopOnce sync.Once
 	stopErr  error
@@ -152,7 +156,7 @@ func (cp *ControlPlane) Stop() error {
 func (cp *ControlPlane) stop() error {
 	// Clients of the apiserver go first so they don't spend their shutdown
 	// retrying against a vanished apiserver.
-	errs := []error{stopAll(cp.procs, stopGrace)}
+	errs := []error{cp.closeEtcd(), stopAll(cp.procs, stopGrace)}
 	if cp.env != nil {
 		if err := cp.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop envtest: %w", err))
@@ -209,6 +213,14 @@ func (cp *ControlPlane) Alive() error {
 	return nil
 }
 
+// Mode is "full" or "api-only".
+func (cp *ControlPlane) Mode() string {
+	if cp.opts.Full {
+		return "full"
+	}
+	return "api-only"
+}
+
 // Components lists the components of this control plane in start order.
 func (cp *ControlPlane) Components() []string {
 	names := []string{Etcd, KubeAPIServer}
@@ -232,7 +244,7 @@ func (cp *ControlPlane) Logs(component string) string {
 func (cp *ControlPlane) TailLogs(lines int) string {
 	var b strings.Builder
 	for _, name := range cp.Components() {
-		fmt.Fprintf(&b, "==> %s <==\n%s\n", cp.logPath(name), tail(cp.Logs(name), lines))
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", cp.logPath(name), Tail(cp.Logs(name), lines))
 	}
 	return b.String()
 }
@@ -270,12 +282,7 @@ func (cp *ControlPlane) componentError(component string, err error, logsOf ...st
 	}
 	var b strings.Builder
 	for _, name := range logsOf {
-		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), tail(cp.Logs(name), logTailLines))
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), Tail(cp.Logs(name), logTailLines))
 	}
 	return fmt.Errorf("%s: %w%s", component, err, b.String())
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
