@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -304,55 +302,3 @@ func (o *Operator) IsLeader(ctx context.Context) (bool, error) {
 
 // Memory returns the process's peak resident set (VmHWM) and its resident set now, in bytes.
 func (o *Operator) Memory() (peak, now int64, err error) { return ProcessMemory(o.PID()) }
-
-var (
-	workDirOnce sync.Once
-	workDir     string
-	workDirErr  error
-
-	operatorBinOnce sync.Once
-	operatorBin     string
-	operatorBinErr  error
-)
-
-// WorkDir is this process's scratch directory: the operator binary and the operators'
-// directories. Main removes it at the end; other programs call RemoveWorkDir.
-func WorkDir() (string, error) {
-	workDirOnce.Do(func() {
-		workDir, workDirErr = os.MkdirTemp("", "testenv-")
-	})
-	return workDir, workDirErr
-}
-
-// RemoveWorkDir removes WorkDir if it was made.
-func RemoveWorkDir() error {
-	if workDir == "" {
-		return nil
-	}
-	return os.RemoveAll(workDir)
-}
-
-// OperatorBinary builds cmd/task-operator once per process, into WorkDir: test packages run
-// in parallel and must not overwrite each other's binary.
-func OperatorBinary() (string, error) {
-	operatorBinOnce.Do(func() { operatorBin, operatorBinErr = buildOperator() })
-	return operatorBin, operatorBinErr
-}
-
-func buildOperator() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	work, err := WorkDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(work, "bin", "task-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/task-operator")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build operator: %w\n%s", err, out)
-	}
-	return bin, nil
-}

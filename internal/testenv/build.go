@@ -1,0 +1,177 @@
+package testenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	workDirOnce sync.Once
+	workDir     string
+	workDirErr  error
+
+	operatorBinOnce sync.Once
+	operatorBin     string
+	operatorBinErr  error
+)
+
+// WorkDir is this process's scratch directory, where operators keep their logs and
+// certificates. Main removes it at the end; other programs call RemoveWorkDir.
+func WorkDir() (string, error) {
+	workDirOnce.Do(func() {
+		workDir, workDirErr = os.MkdirTemp("", "testenv-")
+	})
+	return workDir, workDirErr
+}
+
+// RemoveWorkDir removes WorkDir if it was made.
+func RemoveWorkDir() error {
+	if workDir == "" {
+		return nil
+	}
+	return os.RemoveAll(workDir)
+}
+
+// OperatorBinary returns cmd/task-operator built from the working tree. It is built at most
+// once per state of the sources, into <repo>/.cache/operator under a name that hashes them:
+// the test packages that run the operator, which go test runs in parallel, share one binary
+// instead of each linking its own, and never overwrite one another's.
+func OperatorBinary() (string, error) {
+	operatorBinOnce.Do(func() { operatorBin, operatorBinErr = buildOperator() })
+	return operatorBin, operatorBinErr
+}
+
+func buildOperator() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	key, err := sourcesHash(root)
+	if err != nil {
+		return "", fmt.Errorf("build operator: %w", err)
+	}
+	dir := filepath.Join(root, ".cache", "operator")
+	bin := filepath.Join(dir, "task-operator-"+key)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build operator: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(dir, "lock"))
+	if err != nil {
+		return "", fmt.Errorf("build operator: %w", err)
+	}
+	defer unlock()
+	// Another process may have built it while this one waited for the lock.
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := goBuild(root, bin); err != nil {
+		return "", err
+	}
+	pruneOtherBinaries(dir, bin)
+	return bin, nil
+}
+
+// goBuild builds the operator into a temporary name and renames it, so that no one ever runs
+// a half-written binary.
+func goBuild(root, bin string) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, "./cmd/task-operator")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("build operator: %w\n%s", err, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return fmt.Errorf("build operator: %w", err)
+	}
+	return nil
+}
+
+// pruneOtherBinaries removes the binaries of earlier states of the sources. A process still
+// running one keeps its file open; unlinking it does not disturb it.
+func pruneOtherBinaries(dir, keep string) {
+	others, _ := filepath.Glob(filepath.Join(dir, "task-operator-*"))
+	for _, path := range others {
+		if path != keep && !strings.HasSuffix(path, ".tmp") {
+			_ = os.Remove(path)
+		}
+	}
+}
+
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { _ = f.Close() }, nil // closing releases the lock
+}
+
+// sourcesHash hashes what a build of the operator reads: the Go version, go.mod, go.sum and
+// every non-test Go file and data file (what //go:embed may take in) of the module, hack/tools
+// and the state directories aside.
+func sourcesHash(root string) (string, error) {
+	h := sha256.New()
+	version, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("go version: %w", err)
+	}
+	h.Write(version)
+	skipDirs := []string{".git", ".cache", "bin", "tmp", "docs", filepath.Join("hack", "tools")}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && slices.Contains(skipDirs, rel) {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() || !isBuildInput(d.Name()) {
+			return nil
+		}
+		return hashFile(h, rel, path)
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func isBuildInput(name string) bool {
+	if strings.HasSuffix(name, "_test.go") {
+		return false
+	}
+	switch filepath.Ext(name) {
+	case ".go", ".yaml", ".yml", ".json", ".txt", ".mod", ".sum":
+		return true
+	}
+	return false
+}
+
+func hashFile(h io.Writer, rel, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(h, "%s\x00", rel)
+	_, err = io.Copy(h, f)
+	return err
+}
