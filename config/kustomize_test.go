@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ const (
 	webhookSecret      = "task-operator-webhook-cert"
 	certificateName    = "task-operator-serving-cert"
 	certDir            = "/tmp/k8s-webhook-server/serving-certs"
-	crdName            = "tasks.example.com"
+	crdName            = taskv1.CRDName
 	injectCAFrom       = "cert-manager.io/inject-ca-from"
 )
 
@@ -563,7 +564,7 @@ func TestSamples(t *testing.T) {
 	objs := render(t, "samples")
 	names := map[string]string{}
 	for _, o := range objs {
-		if o.Kind != "Task" || o.group() != "example.com" {
+		if o.Kind != taskv1.Kind || o.group() != taskv1.Group {
 			t.Errorf("samples render %s %s, want only Tasks", o.APIVersion, o.Kind)
 		}
 		if o.Metadata.Namespace != "" {

@@ -17,6 +17,7 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/apis/v1beta1"
+	"example.com/task-operator/conversion"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func TestCreateAtEachVersionReadAtAll(t *testing.T) {
 		}
 		// Status holds v1-only fields once the operator has run the Task; the spec does not.
 		for _, obj := range []client.Object{&alpha, &beta, &hub} {
-			if preserved := obj.GetAnnotations()["task.example.com/preserved-v1-fields"]; strings.Contains(preserved, `"spec"`) {
+			if preserved := obj.GetAnnotations()[conversion.PreservedAnnotation]; strings.Contains(preserved, `"spec"`) {
 				t.Errorf("%s read as %T preserves spec fields although every version expresses them: %s", name, obj, preserved)
 			}
 		}
@@ -116,7 +117,7 @@ spec: {type: shell, replicas: 1, shell: "echo rich", maxRetry: 7}
 		after.Spec.TTLSecondsAfterFinished == nil || !after.Spec.Suspend || after.Spec.Retry.MaxRetries != 7 {
 		t.Errorf("after an update at v1alpha1 the v1 spec is %+v; want %+v", after.Spec, *want)
 	}
-	if _, ok := after.Annotations["task.example.com/preserved-v1-fields"]; ok {
+	if _, ok := after.Annotations[conversion.PreservedAnnotation]; ok {
 		t.Error("the preserved-fields annotation reached the stored v1 object")
 	}
 }

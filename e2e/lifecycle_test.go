@@ -38,7 +38,7 @@ spec:
 	}
 	jobOf := func(task string) batchv1.Job {
 		var jobs batchv1.JobList
-		if err := kube.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{"task.example.com/name": task}); err != nil {
+		if err := kube.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{taskv1.LabelTaskName: task}); err != nil {
 			t.Fatal(err)
 		}
 		if len(jobs.Items) != 1 {

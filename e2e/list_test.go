@@ -49,7 +49,7 @@ func createSuspendedTasks(tb testing.TB, ns string, n int) {
 
 // listAt lists the Tasks of ns at version and counts them.
 func listAt(ctx context.Context, version, ns string) (int, error) {
-	obj, err := kube.Scheme().New(testenv.TaskResource(version).GroupVersion().WithKind("TaskList"))
+	obj, err := kube.Scheme().New(taskv1.ResourceAt(version).GroupVersion().WithKind(taskv1.Kind + "List"))
 	if err != nil {
 		return 0, err
 	}

@@ -14,12 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/internal/testenv"
 )
 
 var namespaces = []string{"migrate-a", "migrate-b", "migrate-c", "migrate-d"}
 
 var versions = []string{"v1alpha1", "v1beta1", "v1"}
+
+// The apiVersions etcd holds Tasks at, before and after a migration.
+var (
+	atV1alpha1 = v1alpha1.GroupVersion.String()
+	atV1       = taskv1.GroupVersion.String()
+)
 
 // fixtureSize is the number of Tasks each integration test starts from: MIGRATE_TASKS, default 300.
 func fixtureSize(t testing.TB, env string, def int) int {

@@ -54,7 +54,7 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 	env.upgradeToCurrentRelease(ctx, t)
 
 	// Before the migration: etcd still holds v1alpha1, the CRD remembers both versions.
-	env.requireEncodings(ctx, t, keys, "example.com/v1alpha1")
+	env.requireEncodings(ctx, t, keys, atV1alpha1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1alpha1", "v1"}) {
 		t.Fatalf("storedVersions after the upgrade = %v, want [v1alpha1 v1]", sv)
 	}
@@ -107,7 +107,7 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 	}
 	recordTiming("migrate.Run", n, sum.Duration)
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -198,7 +198,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 		counts[v]++
 	}
 	t.Logf("etcd after the interrupted run: %v", counts)
-	if counts["example.com/v1"] == 0 || counts["example.com/v1alpha1"] == 0 {
+	if counts[atV1] == 0 || counts[atV1alpha1] == 0 {
 		t.Fatalf("want a half-migrated etcd, got %v", counts)
 	}
 
@@ -235,7 +235,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 		t.Errorf("no edit overlapped a migration run; the test proves nothing")
 	}
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -260,7 +260,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	keys := env.installPreviousRelease(ctx, t, n)
 	env.upgradeToCurrentRelease(ctx, t)
 	before := env.snapshot(ctx, t, versions...)
-	env.requireEncodings(ctx, t, keys, "example.com/v1alpha1")
+	env.requireEncodings(ctx, t, keys, atV1alpha1)
 
 	svmCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -282,7 +282,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	recordTiming("StorageVersionMigration", n, d)
 	recordTiming("  of which rewriting", n, last-first)
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -304,7 +304,7 @@ func (env *testEnv) watchRewrites(ctx context.Context, n int) func() (first, las
 			}
 			v1 := 0
 			for _, v := range enc {
-				if v == "example.com/v1" {
+				if v == atV1 {
 					v1++
 				}
 			}

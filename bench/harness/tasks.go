@@ -88,7 +88,7 @@ func (e *Env) Track(ctx context.Context, ns string) *Tracker {
 		start: time.Now(), started: map[string]time.Duration{}, terminal: map[string]time.Duration{},
 		failed: map[string]bool{}, changed: make(chan struct{}, 1), stop: cancel, stoppedRun: make(chan struct{}),
 	}
-	res := e.Dyn.Resource(testenv.TaskResource("v1")).Namespace(ns)
+	res := e.Dyn.Resource(taskv1.ResourceAt("v1")).Namespace(ns)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return res.List(ctx, o)
@@ -289,7 +289,7 @@ func (e *Env) Check(ctx context.Context, ns string) (Consistency, error) {
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		owner := metav1.GetControllerOf(j)
-		if owner == nil || owner.Kind != "Task" || byUID[string(owner.UID)] == nil {
+		if owner == nil || owner.Kind != taskv1.Kind || byUID[string(owner.UID)] == nil {
 			if j.DeletionTimestamp == nil {
 				c.Orphans++
 				c.example("job %s has no existing owner Task", j.Name)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
 )
@@ -194,7 +195,7 @@ func rolling(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 		return err
 	}
 
-	res := e.Dyn.Resource(testenv.TaskResource("v1alpha1")).Namespace(ns)
+	res := e.Dyn.Resource(taskv1.ResourceAt("v1alpha1")).Namespace(ns)
 	readCtx, stopReading := context.WithCancel(ctx)
 	var reads, failed atomic.Int64
 	var mu sync.Mutex

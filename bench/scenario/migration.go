@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/migrate"
@@ -93,7 +95,7 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 		if err != nil {
 			return err
 		}
-		r.Violation(method+": Tasks not at v1 in etcd", n-stored["example.com/v1"], fmt.Sprintf("etcd encodings after: %v", stored))
+		r.Violation(method+": Tasks not at v1 in etcd", n-stored[taskv1.GroupVersion.String()], fmt.Sprintf("etcd encodings after: %v", stored))
 		sv, err := up.CRDStoredVersions(ctx)
 		if err != nil {
 			return err
@@ -126,7 +128,7 @@ func prepareFixture(ctx context.Context, e *harness.Env, up *testenv.Upgrade, n 
 	if err != nil {
 		return err
 	}
-	if stored["example.com/v1alpha1"] != n {
+	if stored[v1alpha1.GroupVersion.String()] != n {
 		return fmt.Errorf("fixture: etcd encodings %v, want %d at v1alpha1", stored, n)
 	}
 	return nil

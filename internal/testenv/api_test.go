@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -63,11 +64,11 @@ func assertTaskCRDServed(t *testing.T, cp *testenv.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
+	resources, err := cs.Discovery().ServerResourcesForGroupVersion(taskv1.GroupVersion.String())
 	if err != nil {
 		t.Fatalf("discover example.com/v1: %v", err)
 	}
-	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "tasks" }) {
+	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == taskv1.Resource }) {
 		t.Errorf("tasks not served at example.com/v1: %+v", resources.APIResources)
 	}
 }

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
 )
 
 // OperatorNamespace is where an operator started here keeps its webhook certificate Secret and
@@ -218,12 +221,12 @@ func WaitWebhooks(ctx context.Context, cfg *rest.Config, timeout time.Duration) 
 		return fmt.Errorf("wait for webhooks: %w", err)
 	}
 	probe := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1alpha1",
-		"kind":       "Task",
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       taskv1.Kind,
 		"metadata":   map[string]any{"name": "webhook-probe", "namespace": "default"},
 		"spec":       map[string]any{"type": "shell", "shell": "true"},
 	}}
-	tasks := dyn.Resource(TaskResource("v1alpha1")).Namespace("default")
+	tasks := dyn.Resource(taskv1.ResourceAt(v1alpha1.GroupVersion.Version)).Namespace(metav1.NamespaceDefault)
 	return Poll(ctx, timeout, 250*time.Millisecond, "the apiserver to reach the webhooks", func(ctx context.Context) (bool, error) {
 		_, err := tasks.Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, err

@@ -13,30 +13,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/config"
 )
 
 // The Task API as the fixture addresses it.
 const (
-	taskCRDName = "tasks.example.com"
 	// TaskEtcdPrefix is where the apiserver keeps Tasks in etcd: <prefix><namespace>/<name>.
-	TaskEtcdPrefix = "/registry/example.com/tasks/"
+	TaskEtcdPrefix = "/registry/" + taskv1.Group + "/" + taskv1.Resource + "/"
 	// FixtureLabel marks the Tasks that V1alpha1Task makes.
 	FixtureLabel = "testenv.example.com/fixture"
 	// IndexLabel carries the i a fixture Task was made from.
 	IndexLabel = "testenv.example.com/index"
 )
-
-// TaskResource is the Task resource at a version.
-func TaskResource(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "example.com", Version: version, Resource: "tasks"}
-}
 
 // CurrentCRD is this release's Task CRD, as config/crd/bases has it and the operator embeds it.
 func CurrentCRD() (*apix.CustomResourceDefinition, error) {
@@ -45,8 +40,8 @@ func CurrentCRD() (*apix.CustomResourceDefinition, error) {
 	if err := yaml.UnmarshalStrict(config.CRD, crd); err != nil {
 		return nil, fmt.Errorf("decode the embedded CRD: %w", err)
 	}
-	if crd.Name != taskCRDName {
-		return nil, fmt.Errorf("the embedded CRD is %s, want %s", crd.Name, taskCRDName)
+	if crd.Name != taskv1.CRDName {
+		return nil, fmt.Errorf("the embedded CRD is %s, want %s", crd.Name, taskv1.CRDName)
 	}
 	return crd, nil
 }
@@ -82,8 +77,8 @@ func V1alpha1Task(ns, name string, i int) *unstructured.Unstructured {
 		spec["type"], spec["url"] = "http", fmt.Sprintf("https://hooks.example.com/task/%d", i)
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1alpha1",
-		"kind":       "Task",
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       taskv1.Kind,
 		"metadata": map[string]any{
 			"namespace": ns,
 			"name":      name,
@@ -144,18 +139,18 @@ func (u *Upgrade) Close() error { return u.convert.Close() }
 
 // Tasks is the Task resource at version in namespace, through a client without rate limits.
 func (u *Upgrade) Tasks(version, namespace string) dynamic.ResourceInterface {
-	return u.dyn.Resource(TaskResource(version)).Namespace(namespace)
+	return u.dyn.Resource(taskv1.ResourceAt(version)).Namespace(namespace)
 }
 
 // DeleteCRD deletes the Task CRD, and with it every Task, and waits until it is gone. Tasks
 // that still carry the operator's finalizer need a running operator meanwhile.
 func (u *Upgrade) DeleteCRD(ctx context.Context, timeout time.Duration) error {
-	err := u.crds.Delete(ctx, taskCRDName, metav1.DeleteOptions{})
+	err := u.crds.Delete(ctx, taskv1.CRDName, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete CRD: %w", err)
 	}
 	return Poll(ctx, timeout, 0, "the Task CRD to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := u.crds.Get(ctx, taskCRDName, metav1.GetOptions{})
+		_, err := u.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 }
@@ -174,7 +169,7 @@ func (u *Upgrade) InstallPreviousRelease(ctx context.Context) error {
 		return fmt.Errorf("create the previous release's CRD: %w", err)
 	}
 	return Poll(ctx, time.Minute, 50*time.Millisecond, "v1alpha1 to be served", func(ctx context.Context) (bool, error) {
-		crd, err := u.crds.Get(ctx, taskCRDName, metav1.GetOptions{})
+		crd, err := u.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -226,7 +221,7 @@ func (u *Upgrade) CreateV1alpha1Tasks(ctx context.Context, namespaces []string, 
 // by the in-process server, and waits until the apiserver stores new Tasks at v1.
 func (u *Upgrade) UpgradeCRD(ctx context.Context) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := u.crds.Get(ctx, taskCRDName, metav1.GetOptions{})
+		crd, err := u.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -254,7 +249,7 @@ func (u *Upgrade) probeStorage(ctx context.Context) error {
 	ns := metav1.NamespaceDefault
 	probes := u.Tasks("v1", ns)
 	probe := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Task",
+		"apiVersion": taskv1.GroupVersion.String(), "kind": taskv1.Kind,
 		"metadata": map[string]any{"namespace": ns, "name": name},
 		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
 	}}
@@ -271,7 +266,7 @@ func (u *Upgrade) probeStorage(ctx context.Context) error {
 			return false, err
 		}
 		stored := StoredObject{Value: raw}.APIVersion()
-		return stored == "example.com/v1", fmt.Errorf("the probe was stored at %q", stored)
+		return stored == taskv1.GroupVersion.String(), fmt.Errorf("the probe was stored at %q", stored)
 	})
 	if err != nil {
 		return err
@@ -302,7 +297,7 @@ func (u *Upgrade) StoredTaskVersions(ctx context.Context) (map[string]string, er
 
 // CRDStoredVersions is the Task CRD's status.storedVersions.
 func (u *Upgrade) CRDStoredVersions(ctx context.Context) ([]string, error) {
-	crd, err := u.crds.Get(ctx, taskCRDName, metav1.GetOptions{})
+	crd, err := u.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get CRD: %w", err)
 	}
