@@ -5,11 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -44,9 +42,9 @@ func RemoveWorkDir() error {
 }
 
 // OperatorBinary returns cmd/task-operator built from the working tree. It is built at most
-// once per state of the sources, into <repo>/.cache/operator under a name that hashes them:
-// the test packages that run the operator, which go test runs in parallel, share one binary
-// instead of each linking its own, and never overwrite one another's.
+// once per state of its sources (see sourcesHash), into <repo>/.cache/operator under a name
+// that hashes them: the test packages that run the operator, which go test runs in parallel,
+// share one binary instead of each linking its own, and never overwrite one another's.
 func OperatorBinary() (string, error) {
 	operatorBinOnce.Do(func() { operatorBin, operatorBinErr = buildOperator() })
 	return operatorBin, operatorBinErr
@@ -57,7 +55,7 @@ func buildOperator() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := sourcesHash(root)
+	key, err := sourcesHash(root, operatorPackage)
 	if err != nil {
 		return "", fmt.Errorf("build operator: %w", err)
 	}
@@ -89,7 +87,7 @@ func buildOperator() (string, error) {
 // a half-written binary.
 func goBuild(root, bin string) error {
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "./cmd/task-operator")
+	cmd := exec.Command("go", "build", "-o", tmp, operatorPackage)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp)
@@ -124,49 +122,57 @@ func lockFile(path string) (unlock func(), err error) {
 	return func() { _ = f.Close() }, nil // closing releases the lock
 }
 
-// sourcesHash hashes what a build of the operator reads: the Go version, go.mod, go.sum and
-// every non-test Go file and data file (what //go:embed may take in) of the module, hack/tools
-// and the state directories aside.
-func sourcesHash(root string) (string, error) {
+// operatorPackage is what OperatorBinary builds.
+const operatorPackage = "./cmd/task-operator"
+
+// sourcesHash hashes what a build of pkg reads from the module: the Go version, go.mod,
+// go.sum, and the Go and embedded files of every package of the module that pkg depends on.
+// Dependencies outside the module are pinned by go.sum.
+func sourcesHash(root, pkg string) (string, error) {
 	h := sha256.New()
 	version, err := exec.Command("go", "version").Output()
 	if err != nil {
 		return "", fmt.Errorf("go version: %w", err)
 	}
 	h.Write(version)
-	skipDirs := []string{".git", ".cache", "bin", "tmp", "docs", filepath.Join("hack", "tools")}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && slices.Contains(skipDirs, rel) {
-			return filepath.SkipDir
-		}
-		if !d.Type().IsRegular() || !isBuildInput(d.Name()) {
-			return nil
-		}
-		return hashFile(h, rel, path)
-	})
+	files, err := moduleFiles(root, pkg)
 	if err != nil {
 		return "", err
+	}
+	for _, rel := range append([]string{"go.mod", "go.sum"}, files...) {
+		if err := hashFile(h, root, rel); err != nil {
+			return "", err
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-func isBuildInput(name string) bool {
-	if strings.HasSuffix(name, "_test.go") {
-		return false
+// moduleFiles lists, relative to root, the files of the module's packages that pkg depends on.
+func moduleFiles(root, pkg string) ([]string, error) {
+	const format = `{{if and .Module .Module.Main}}{{$dir := .Dir}}` +
+		`{{range .GoFiles}}{{$dir}}/{{.}}{{"\n"}}{{end}}{{range .CgoFiles}}{{$dir}}/{{.}}{{"\n"}}{{end}}` +
+		`{{range .EmbedFiles}}{{$dir}}/{{.}}{{"\n"}}{{end}}{{end}}`
+	cmd := exec.Command("go", "list", "-deps", "-f", format, pkg)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list %s: %w: %s", pkg, err, stderr.String())
 	}
-	switch filepath.Ext(name) {
-	case ".go", ".yaml", ".yml", ".json", ".txt", ".mod", ".sum":
-		return true
+	var files []string
+	for _, path := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, rel)
 	}
-	return false
+	return files, nil
 }
 
-func hashFile(h io.Writer, rel, path string) error {
-	f, err := os.Open(path)
+func hashFile(h io.Writer, root, rel string) error {
+	f, err := os.Open(filepath.Join(root, rel))
 	if err != nil {
 		return err
 	}

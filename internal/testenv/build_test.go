@@ -20,27 +20,32 @@ func TestSourcesHashFollowsWhatTheBuildReads(t *testing.T) {
 	}
 	hash := func() string {
 		t.Helper()
-		h, err := sourcesHash(root)
+		h, err := sourcesHash(root, "./cmd/app")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
-	write("go.mod", "module x\n")
-	write("a/a.go", "package a\n")
+	write("go.mod", "module x\n\ngo 1.22\n")
+	write("go.sum", "")
+	write("lib/lib.go", "package lib\n\nimport _ \"embed\"\n\n//go:embed data.yaml\nvar Data string\n")
+	write("lib/data.yaml", "a: 1\n")
+	write("cmd/app/main.go", "package main\n\nimport _ \"x/lib\"\n\nfunc main() {}\n")
+	write("other/other.go", "package other\n")
 	base := hash()
 	for _, change := range []struct {
-		file    string
-		matters bool
+		file, content string
+		matters       bool
 	}{
-		{"a/a_test.go", false},
-		{"docs/notes.md", false},
-		{".cache/operator/task-operator-x", false},
-		{"a/a.go", true},
-		{"config/crd.yaml", true},
-		{"go.sum", true},
+		{"lib/lib_test.go", "package lib\n", false},
+		{"other/other.go", "package other\n\nvar X int\n", false},
+		{"lib/unused.yaml", "b: 2\n", false},
+		{"lib/data.yaml", "a: 2\n", true},
+		{"lib/lib.go", "package lib\n\nimport _ \"embed\"\n\n//go:embed data.yaml\nvar Data string\n\nvar More int\n", true},
+		{"cmd/app/main.go", "package main\n\nimport _ \"x/lib\"\n\nfunc main() { println() }\n", true},
+		{"go.mod", "module x\n\ngo 1.23\n", true},
 	} {
-		write(change.file, "changed\n")
+		write(change.file, change.content)
 		if got := hash(); (got != base) != change.matters {
 			t.Errorf("writing %s changed the hash: %v, want %v", change.file, got != base, change.matters)
 		}
