@@ -278,7 +278,7 @@ func (cp *ControlPlane) poll(ctx context.Context, component, what string, check 
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = time.Until(deadline)
 	}
-	err := Poll(ctx, timeout, DefaultInterval, what, func(ctx context.Context) (bool, error) {
+	err := Poll(ctx, timeout, 100*time.Millisecond, what, func(ctx context.Context) (bool, error) {
 		if err := cp.Alive(); err != nil {
 			return false, Permanent(err)
 		}

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// DefaultInterval is how often Poll and Eventually ask by default: often enough that a wait
-// ends within a blink of its condition holding, rarely enough to leave the apiserver alone.
-const DefaultInterval = 100 * time.Millisecond
+// DefaultInterval is how often Poll and Eventually ask by default: a wait ends soon after its
+// condition holds, and the dozens of tests that wait in parallel leave the apiserver (on two
+// shared cores in CI) to the operator they test.
+const DefaultInterval = 200 * time.Millisecond
 
 // Condition reports whether what a wait waits for has happened. A non-nil error says why not
 // yet; it is kept for the timeout message and the wait goes on, unless it is Permanent.
