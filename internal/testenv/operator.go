@@ -50,7 +50,8 @@ type OperatorOptions struct {
 	// WebhookPort, MetricsPort and ProbePort default to free ports.
 	WebhookPort, MetricsPort, ProbePort int
 	// WebhookURL is where the apiserver is told to call the webhooks (--webhook-local-url);
-	// default https://localhost:<WebhookPort>. Several replicas behind one proxy share its URL.
+	// default https://<Host>:<WebhookPort>, localhost for a loopback Host. Replicas behind one
+	// proxy share its URL.
 	WebhookURL string
 	// Args are appended to the command line; a flag repeated here overrides the default.
 	Args []string
@@ -95,7 +96,7 @@ func (o OperatorOptions) withDefaults() (OperatorOptions, error) {
 		}
 	}
 	if o.WebhookURL == "" {
-		o.WebhookURL = fmt.Sprintf("https://localhost:%d", o.WebhookPort)
+		o.WebhookURL = "https://" + net.JoinHostPort(webhookHost(o.Host), strconv.Itoa(o.WebhookPort))
 	}
 	if o.Dir == "" {
 		work, err := WorkDir()
@@ -108,6 +109,15 @@ func (o OperatorOptions) withDefaults() (OperatorOptions, error) {
 		o.ReadyTimeout = defaultOperatorReadyTimeout
 	}
 	return o, nil
+}
+
+// webhookHost is the name the apiserver calls a webhook server bound to host by. The operator
+// puts that name in its certificate as a DNS name, so a loopback address goes by localhost.
+func webhookHost(host string) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return "localhost"
+	}
+	return host
 }
 
 func (o OperatorOptions) args() []string {
