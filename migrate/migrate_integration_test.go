@@ -297,7 +297,8 @@ func (env *testEnv) watchRewrites(ctx context.Context, n int) func() (first, las
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = testenv.Poll(ctx, 3*time.Minute, 0, "every Task stored at v1", func(ctx context.Context) (bool, error) {
+		// The times are reported: asked every 100 ms, they are that precise.
+		_ = testenv.Poll(ctx, 3*time.Minute, 100*time.Millisecond, "every Task stored at v1", func(ctx context.Context) (bool, error) {
 			enc, err := env.upgrade.StoredTaskVersions(ctx)
 			if err != nil {
 				return false, err
