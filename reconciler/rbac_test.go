@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,11 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	e.op = e.startOperatorAs(fmt.Sprintf("system:serviceaccount:%s:task-operator", e.ns))
 
-	task := e.create(e.task("limited", withLabels(testenv.OutcomeLabel, testenv.OutcomeFail), withRetries(1)))
+	// The retry waits 3s, as in TestRetryThenSuccess: time to lift the label before its Job exists,
+	// also on two loaded cores.
+	task := e.create(e.task("limited", withLabels(testenv.OutcomeLabel, testenv.OutcomeFail), withRetries(1), func(t *v1.Task) {
+		t.Spec.Retry.Backoff.Initial = &metav1.Duration{Duration: 3 * time.Second}
+	}))
 	e.waitPhase(task.Name, v1.PhaseRetrying)
 	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, testenv.OutcomeLabel) })
 	e.waitPhase(task.Name, v1.PhaseSucceeded)
