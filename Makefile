@@ -61,11 +61,11 @@ fuzz: ## Fuzz the converter and the conversion webhook for FUZZTIME each (defaul
 
 .PHONY: cluster-up
 cluster-up: controlplane ## Start a local control plane in the background; prints export KUBECONFIG=...
-	go run ./e2e/cmd/cluster up --dir $(CLUSTER_DIR)
+	go run ./hack/cluster up --dir $(CLUSTER_DIR)
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local control plane.
-	go run ./e2e/cmd/cluster down --dir $(CLUSTER_DIR)
+	go run ./hack/cluster down --dir $(CLUSTER_DIR)
 
 .PHONY: run
 run: controlplane build ## Run the operator on a local control plane with sample Tasks (Ctrl-C stops everything).

@@ -2,11 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -14,114 +13,123 @@ import (
 
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/bench/scenario"
+	"example.com/task-operator/internal/testenv"
 )
 
-// The smoke tests run every scenario at scenario.Smoke() sizes on one shared control plane.
-// They assert correctness only (the counts that must be 0, and that each scenario completes),
-// never speed. Tests run in file order, which is the order of scenario.All.
-
-var env *harness.Env
+// The smoke tests run every scenario at its Smoke size on one shared control plane, in the
+// order of scenario.All. They assert correctness only (the counts that must be 0, and that each
+// scenario completes), never speed.
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) (code int) {
 	ctrllog.SetLogger(logr.Discard())
-	var log bytes.Buffer
-	var err error
-	env, err = harness.Start(context.Background(), harness.Options{Nodes: 2, QPS: 200, Burst: 400, Log: &log})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err, "\n", log.String())
-		return 1
-	}
-	defer func() {
-		if code != 0 {
-			fmt.Fprintln(os.Stderr, "--- harness log ---\n"+log.String())
-			for _, o := range env.Operators() {
-				fmt.Fprintf(os.Stderr, "--- operator %s log (tail) ---\n%s\n", o.Name, o.Tail(40))
-			}
-		}
-		env.Close()
-	}()
-	return m.Run()
+	testenv.Main(m, testenv.Options{Full: true, Nodes: 2})
 }
 
-func runScenario(t *testing.T, name string) {
+// The harness the scenarios share, made by the first benchEnv.
+var shared struct {
+	once sync.Once
+	env  *harness.Env
+	log  bytes.Buffer
+	err  error
+}
+
+func benchEnv(t *testing.T) *harness.Env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a control plane (not with -short)")
+	cp := testenv.Shared(t)
+	shared.once.Do(func() {
+		shared.env, shared.err = harness.New(t.Context(), cp, harness.Options{QPS: 200, Burst: 400, Workers: 8, Log: &shared.log})
+		if shared.err == nil {
+			testenv.AtExit(closeBenchEnv)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("bench harness: %v\n%s", shared.err, shared.log.String())
 	}
-	for _, sc := range scenario.All {
-		if sc.Name != name {
-			continue
-		}
-		r := scenario.Run(t.Context(), env, scenario.Smoke(), name, sc.Run)
-		for _, row := range r.Rows {
-			t.Logf("%s: %s (%s)", row.Metric, row.Value, row.Note)
-		}
-		t.Logf("operator processes restarted after crashing during start-up so far: %d", env.CrashedStarts)
-		if r.Err != nil {
-			t.Fatalf("scenario %s: %v", name, r.Err)
-		}
-		for what, n := range r.Violations {
-			if n != 0 {
-				t.Errorf("%s = %d, want 0", what, n)
-			}
-		}
-		return
-	}
-	t.Fatalf("no scenario %q", name)
+	return shared.env
 }
 
-// Throughput: every Task Succeeded, no duplicate or orphaned Job, none Failed.
-func TestThroughput(t *testing.T) { runScenario(t, "throughput") }
-
-// Idle: the operator sent no write while the finished Tasks rested.
-func TestIdle(t *testing.T) { runScenario(t, "idle") }
-
-// Conversion: every LIST at v1, v1beta1 and v1alpha1 returned all Tasks; the Go benchmarks ran.
-func TestConversion(t *testing.T) { runScenario(t, "conversion") }
-
-// Memory: VmHWM was read; the Tasks all finished without duplicates.
-func TestMemory(t *testing.T) { runScenario(t, "memory") }
-
-// Kill: after SIGKILLs of the operator, no duplicate or orphaned Job and every Task terminal.
-func TestKill(t *testing.T) { runScenario(t, "kill") }
-
-// Failover: the survivor took the Lease after the leader's SIGKILL; no duplicate or orphaned Job,
-// every Task terminal.
-func TestFailover(t *testing.T) { runScenario(t, "failover") }
-
-// Rolling: no read at v1alpha1 failed while both replicas were restarted in turn.
-func TestRolling(t *testing.T) { runScenario(t, "rolling") }
-
-// Migration: both methods left every Task stored at v1 and storedVersions [v1], without failed
-// rewrites.
-func TestMigration(t *testing.T) { runScenario(t, "migration") }
-
-func TestSelectScenarios(t *testing.T) {
-	got, err := selectScenarios("faults,throughput")
-	if err != nil || strings.Join(got, ",") != "kill,failover,rolling,throughput" {
-		t.Fatalf("selectScenarios = %v, %v", got, err)
+func closeBenchEnv(failed bool) {
+	if failed {
+		fmt.Fprintln(os.Stderr, "--- harness log ---\n"+shared.log.String())
+		for _, o := range shared.env.Operators() {
+			fmt.Fprintf(os.Stderr, "--- operator %s log (tail) ---\n%s\n", o.Name(), o.Tail(40))
+		}
 	}
-	if _, err := selectScenarios("nope"); err == nil {
+	shared.env.Close()
+}
+
+// TestScenarios runs every scenario at its smoke size and fails on any count that must be 0;
+// docs/benchmarks.md lists them.
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenario.All {
+		t.Run(sc.Name, func(t *testing.T) {
+			e := benchEnv(t)
+			r := sc.Run(t.Context(), e, sc.Smoke)
+			for _, row := range r.Rows {
+				t.Logf("%s: %s (%s)", row.Metric, row.Value, row.Note)
+			}
+			t.Logf("operator processes restarted after crashing during start-up so far: %d", e.CrashedStarts)
+			if r.Err != nil {
+				t.Fatalf("scenario %s: %v", sc.Name, r.Err)
+			}
+			for what, n := range r.Violations {
+				if n != 0 {
+					t.Errorf("%s = %d, want 0", what, n)
+				}
+			}
+		})
+	}
+}
+
+func TestNamedScenarios(t *testing.T) {
+	got, err := scenario.Named([]string{"faults", "throughput"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, sc := range got {
+		names = append(names, sc.Name)
+	}
+	if strings.Join(names, ",") != "throughput,kill,failover,rolling" {
+		t.Fatalf("Named(faults, throughput) = %v, want them in the order they run", names)
+	}
+	if _, err := scenario.Named([]string{"nope"}); err == nil {
 		t.Fatal("unknown scenario accepted")
 	}
 }
 
-func TestParseMetrics(t *testing.T) {
-	in := `# HELP rest_client_requests_total x
-rest_client_requests_total{code="200",host="127.0.0.1:1",method="POST"} 3
+func TestSizeFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-smoke", "-tasks=7", "-kills=2", "-conversion-benchtime=none", "-scenarios=idle,kill,conversion"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.sizes["throughput"]; s.Tasks != 7 {
+		t.Errorf("throughput size = %v, want tasks=7", s)
+	}
+	if s := cfg.sizes["idle"]; s.Tasks != 7 || s.Gap != scenario.All[1].Smoke.Gap {
+		t.Errorf("idle size = %v, want tasks=7 and the smoke gap", s)
+	}
+	if s := cfg.sizes["kill"]; s.Reps != 2 || s.Tasks != 20 {
+		t.Errorf("kill size = %v, want reps=2 and the smoke tasks", s)
+	}
+	if s := cfg.sizes["conversion"]; s.Benchtime != "" {
+		t.Errorf("conversion size = %v, want no benchtime", s)
+	}
+	if cfg.harness.Workers != 8 || len(cfg.scenarios) != 3 {
+		t.Errorf("workers %d, %d scenarios; want the smoke 8 workers and 3 scenarios", cfg.harness.Workers, len(cfg.scenarios))
+	}
+	if _, err := parseFlags([]string{"-kills=0"}, &bytes.Buffer{}); err == nil {
+		t.Error("-kills=0 accepted")
+	}
+}
+
+func TestClientWrites(t *testing.T) {
+	in := `rest_client_requests_total{code="200",host="127.0.0.1:1",method="POST"} 3
 rest_client_requests_total{code="409",host="a\"b,c",method="PUT"} 2
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 7
 other 1
 `
-	s, err := harness.ParseMetrics(strings.NewReader(in))
+	s, err := testenv.ParseMetrics(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command bench measures the operator on a local control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler and KWOK fake nodes, see e2e/controlplane) with the
+// kube-controller-manager, kube-scheduler and KWOK fake nodes, see internal/testenv) with the
 // operator binary running outside the cluster, and prints a markdown results table.
 //
 //	go run ./bench                                # the five measurements at full size
@@ -15,6 +15,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,112 +33,108 @@ import (
 
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/bench/scenario"
+	"example.com/task-operator/internal/testenv"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var measurements = []string{"throughput", "idle", "conversion", "memory", "migration"}
+// sizeFlags set one Size field of some scenarios each.
+var sizeFlags = []struct {
+	name, usage string
+	scenarios   []string
+	field       sizeField
+}{
+	{"tasks", "Tasks in the throughput run (also measured at rest by idle)", []string{"throughput", "idle"}, tasks},
+	{"list-tasks", "Tasks in each conversion LIST", []string{"conversion"}, tasks},
+	{"list-reps", "LISTs per version", []string{"conversion"}, reps},
+	{"conversion-benchtime", "go test -benchtime of the converter benchmarks, or none", []string{"conversion"}, benchtime},
+	{"migrate-tasks", "v1alpha1-stored Tasks migrated by each method", []string{"migration"}, tasks},
+	{"memory-tasks", "Tasks run before the peak RSS is read", []string{"memory"}, tasks},
+	{"idle", "idle window", []string{"idle"}, gap},
+	{"kill-tasks", "Tasks run while the operator is killed", []string{"kill"}, tasks},
+	{"kills", "SIGKILLs of the operator", []string{"kill"}, reps},
+	{"kill-gap", "mean gap between SIGKILLs", []string{"kill"}, gap},
+	{"seed", "seed of the kill times", []string{"kill"}, seed},
+	{"failover-tasks", "Tasks created around the leader's death", []string{"failover"}, tasks},
+	{"rolling-tasks", "Tasks read during the rolling restart", []string{"rolling"}, tasks},
+}
 
-var faults = []string{"kill", "failover", "rolling"}
+// sizeField is one field of scenario.Size as a flag sets it.
+type sizeField interface {
+	set(s *scenario.Size, value string) error
+	show(s scenario.Size) string
+}
+
+type field[T any] struct {
+	at    func(*scenario.Size) *T
+	parse func(string) (T, error)
+}
+
+func (f field[T]) set(s *scenario.Size, value string) error {
+	v, err := f.parse(value)
+	if err != nil {
+		return err
+	}
+	*f.at(s) = v
+	return nil
+}
+
+func (f field[T]) show(s scenario.Size) string { return fmt.Sprint(*f.at(&s)) }
+
+var (
+	tasks     = field[int]{func(s *scenario.Size) *int { return &s.Tasks }, positive}
+	reps      = field[int]{func(s *scenario.Size) *int { return &s.Reps }, positive}
+	gap       = field[time.Duration]{func(s *scenario.Size) *time.Duration { return &s.Gap }, time.ParseDuration}
+	benchtime = field[string]{func(s *scenario.Size) *string { return &s.Benchtime }, noneIsEmpty}
+	seed      = field[uint64]{func(s *scenario.Size) *uint64 { return &s.Seed }, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }}
+)
+
+func positive(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err == nil && n <= 0 {
+		err = errors.New("want a positive number")
+	}
+	return n, err
+}
+
+func noneIsEmpty(v string) (string, error) {
+	if v == "none" {
+		return "", nil
+	}
+	return v, nil
+}
+
+// config is what the command line asks for.
+type config struct {
+	scenarios []scenario.Scenario
+	sizes     map[string]scenario.Size // by scenario name
+	nodes     int
+	harness   harness.Options
+	timeout   time.Duration
+	keep      bool
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	s := scenario.Full()
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	which := fs.String("scenarios", "measurements", "comma-separated scenarios, or measurements, faults, all")
-	smoke := fs.Bool("smoke", false, "start from the small sizes of the tests instead of the full ones (flags given still apply)")
-	nodes := fs.Int("nodes", 4, "fake nodes (250 pods each)")
-	qps := fs.Float64("qps", 500, "benchmark client QPS")
-	burst := fs.Int("burst", 1000, "benchmark client burst")
-	timeout := fs.Duration("timeout", 3*time.Hour, "give up after this long")
-	keep := fs.Bool("keep", false, "keep the working directory with the operator logs")
-	var operatorArgs stringList
-	fs.Var(&operatorArgs, "operator-arg", "extra operator flag, repeatable (e.g. -operator-arg=--kube-api-qps=100)")
-	sized := map[string]func(){}
-	intFlag := func(p *int, name, usage string) {
-		fs.Func(name, fmt.Sprintf("%s (default %d, smoke %d)", usage, *p, smallInt(name)), func(v string) error {
-			var n int
-			if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
-				return fmt.Errorf("want a positive number")
-			}
-			sized[name] = func() { *p = n }
-			return nil
-		})
-	}
-	intFlag(&s.Tasks, "tasks", "Tasks in the throughput run (also measured at rest by idle)")
-	intFlag(&s.ListTasks, "list-tasks", "Tasks in each conversion LIST")
-	intFlag(&s.ListReps, "list-reps", "LISTs per version")
-	intFlag(&s.MigrateTasks, "migrate-tasks", "v1alpha1-stored Tasks migrated by each method")
-	intFlag(&s.MemoryTasks, "memory-tasks", "Tasks run before the peak RSS is read")
-	intFlag(&s.KillTasks, "kill-tasks", "Tasks run while the operator is killed")
-	intFlag(&s.Kills, "kills", "SIGKILLs of the operator")
-	intFlag(&s.FailoverTasks, "failover-tasks", "Tasks created around the leader's death")
-	intFlag(&s.RollingTasks, "rolling-tasks", "Tasks read during the rolling restart")
-	intFlag(&s.Workers, "workers", "concurrent creating clients")
-	idle := fs.Duration("idle", 0, "idle window (default 60s, smoke 10s)")
-	gap := fs.Duration("kill-gap", 0, "mean gap between SIGKILLs (default 3s, smoke 1s)")
-	benchtime := fs.String("conversion-benchtime", "", "go test -benchtime of the converter benchmarks, or none (default 1s, smoke 200x)")
-	seed := fs.Uint64("seed", 0, "seed of the kill times (default 1)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *smoke {
-		s = scenario.Smoke()
-	}
-	for _, set := range sized {
-		set()
-	}
-	if *idle > 0 {
-		s.Idle = *idle
-	}
-	if *gap > 0 {
-		s.KillGap = *gap
-	}
-	switch *benchtime {
-	case "":
-	case "none":
-		s.ConvBenchtime = ""
-	default:
-		s.ConvBenchtime = *benchtime
-	}
-	if *seed != 0 {
-		s.Seed = *seed
-	}
-	selected, err := selectScenarios(*which)
+	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, *timeout)
+	ctx, cancelTimeout := context.WithTimeout(ctx, cfg.timeout)
 	defer cancelTimeout()
 
 	began := time.Now()
-	env, err := harness.Start(ctx, harness.Options{
-		Nodes: *nodes, QPS: float32(*qps), Burst: *burst, OperatorArgs: operatorArgs, Log: stderr, KeepDir: *keep,
-	})
+	results, crashed, err := runScenarios(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	defer env.Close()
-
-	var results []*scenario.Result
-	for _, sc := range scenario.All {
-		if !slices.Contains(selected, sc.Name) {
-			continue
-		}
-		results = append(results, scenario.Run(ctx, env, s, sc.Name, sc.Run))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	printReport(stdout, args, s, *nodes, results, time.Since(began), env.CrashedStarts)
+	printReport(stdout, args, cfg, results, time.Since(began), crashed)
 	for _, r := range results {
 		if r.Failed() {
 			return 1
@@ -145,35 +143,113 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func smallInt(name string) int {
-	s := scenario.Smoke()
-	return map[string]int{
-		"tasks": s.Tasks, "list-tasks": s.ListTasks, "list-reps": s.ListReps, "migrate-tasks": s.MigrateTasks,
-		"memory-tasks": s.MemoryTasks, "kill-tasks": s.KillTasks, "kills": s.Kills,
-		"failover-tasks": s.FailoverTasks, "rolling-tasks": s.RollingTasks, "workers": s.Workers,
-	}[name]
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	which := fs.String("scenarios", "measurements", "comma-separated scenarios, or measurements, faults, all")
+	smoke := fs.Bool("smoke", false, "start from the small sizes of the tests instead of the full ones (flags given still apply)")
+	cfg := &config{}
+	fs.IntVar(&cfg.nodes, "nodes", 4, "fake nodes (250 pods each)")
+	qps := fs.Float64("qps", 500, "benchmark client QPS")
+	fs.IntVar(&cfg.harness.Burst, "burst", 1000, "benchmark client burst")
+	workers := fs.Int("workers", 0, "concurrent creating clients (default 32, smoke 8)")
+	fs.DurationVar(&cfg.timeout, "timeout", 3*time.Hour, "give up after this long")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the working directory with the operator logs")
+	fs.Var((*stringList)(&cfg.harness.OperatorArgs), "operator-arg", "extra operator flag, repeatable (e.g. -operator-arg=--kube-api-qps=100)")
+	given := map[string]string{}
+	for _, f := range sizeFlags {
+		fs.Func(f.name, sizeUsage(f.usage, f.scenarios[0], f.field), func(v string) error {
+			given[f.name] = v
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.scenarios, err = scenario.Named(strings.Split(*which, ",")); err != nil {
+		return nil, err
+	}
+	cfg.harness.QPS = float32(*qps)
+	cfg.harness.Workers = map[bool]int{false: 32, true: 8}[*smoke]
+	if *workers > 0 {
+		cfg.harness.Workers = *workers
+	}
+	cfg.sizes = map[string]scenario.Size{}
+	for _, sc := range scenario.All {
+		cfg.sizes[sc.Name] = map[bool]scenario.Size{false: sc.Full, true: sc.Smoke}[*smoke]
+	}
+	return cfg, applySizeFlags(cfg.sizes, given)
 }
 
-func selectScenarios(spec string) ([]string, error) {
-	var out []string
-	for _, name := range strings.Split(spec, ",") {
-		switch name = strings.TrimSpace(name); name {
-		case "measurements":
-			out = append(out, measurements...)
-		case "faults":
-			out = append(out, faults...)
-		case "all":
-			out = append(out, measurements...)
-			out = append(out, faults...)
-		default:
-			if !slices.Contains(measurements, name) && !slices.Contains(faults, name) {
-				return nil, fmt.Errorf("unknown scenario %q (want %s, %s, measurements, faults or all)",
-					name, strings.Join(measurements, ", "), strings.Join(faults, ", "))
+// applySizeFlags sets the given size flags on the sizes of their scenarios.
+func applySizeFlags(sizes map[string]scenario.Size, given map[string]string) error {
+	for _, f := range sizeFlags {
+		v, ok := given[f.name]
+		if !ok {
+			continue
+		}
+		for _, name := range f.scenarios {
+			s := sizes[name]
+			if err := f.field.set(&s, v); err != nil {
+				return fmt.Errorf("-%s: %w", f.name, err)
 			}
-			out = append(out, name)
+			sizes[name] = s
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// sizeUsage adds the full and the smoke default of the flag's first scenario to usage.
+func sizeUsage(usage, name string, field sizeField) string {
+	i := slices.IndexFunc(scenario.All, func(sc scenario.Scenario) bool { return sc.Name == name })
+	if i < 0 {
+		return usage
+	}
+	sc := scenario.All[i]
+	return fmt.Sprintf("%s (default %s, smoke %s)", usage, field.show(sc.Full), field.show(sc.Smoke))
+}
+
+// runScenarios starts a control plane and runs the scenarios on it, in order, until one ends
+// the context.
+func runScenarios(ctx context.Context, cfg *config, stderr io.Writer) ([]*scenario.Result, int, error) {
+	fmt.Fprintf(stderr, "starting the control plane (%d fake nodes)\n", cfg.nodes)
+	cp, err := testenv.Start(ctx, testenv.Options{Full: true, Nodes: cfg.nodes, StartTimeout: 4 * time.Minute})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintf(stderr, "stop the control plane: %v\n", err)
+		}
+	}()
+	defer keepOrRemoveWorkDir(cfg.keep, stderr)
+	fmt.Fprintf(stderr, "control plane ready in %s\n", cp.StartedIn.Round(time.Millisecond))
+	cfg.harness.Log = stderr
+	env, err := harness.New(ctx, cp, cfg.harness)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer env.Close()
+	var results []*scenario.Result
+	for _, sc := range cfg.scenarios {
+		results = append(results, sc.Run(ctx, env, cfg.sizes[sc.Name]))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return results, env.CrashedStarts, nil
+}
+
+func keepOrRemoveWorkDir(keep bool, stderr io.Writer) {
+	dir, _ := testenv.WorkDir()
+	if keep {
+		fmt.Fprintf(stderr, "kept %s\n", dir)
+		return
+	}
+	if err := testenv.RemoveWorkDir(); err != nil {
+		fmt.Fprintf(stderr, "remove %s: %v\n", dir, err)
+	}
 }
 
 type stringList []string
@@ -181,13 +257,15 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, " ") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func printReport(w io.Writer, args []string, s scenario.Sizes, nodes int, results []*scenario.Result, took time.Duration, crashed int) {
+func printReport(w io.Writer, args []string, cfg *config, results []*scenario.Result, took time.Duration, crashed int) {
 	fmt.Fprintf(w, "## task-operator benchmarks\n\n")
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "- machine: %d CPUs (nproc), %s memory, %s %s/%s\n", runtime.NumCPU(), memTotal(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(w, "- command: `go run ./bench %s`\n", strings.Join(args, " "))
-	fmt.Fprintf(w, "- sizes: tasks=%d idle=%s list-tasks=%d×%d migrate-tasks=%d memory-tasks=%d kill-tasks=%d kills=%d failover-tasks=%d rolling-tasks=%d workers=%d nodes=%d\n",
-		s.Tasks, s.Idle, s.ListTasks, s.ListReps, s.MigrateTasks, s.MemoryTasks, s.KillTasks, s.Kills, s.FailoverTasks, s.RollingTasks, s.Workers, nodes)
+	fmt.Fprintf(w, "- nodes: %d, workers: %d, client QPS %g burst %d\n", cfg.nodes, cfg.harness.Workers, cfg.harness.QPS, cfg.harness.Burst)
+	for _, sc := range cfg.scenarios {
+		fmt.Fprintf(w, "- %s (%s): %s\n", sc.Name, sc.Kind, cfg.sizes[sc.Name])
+	}
 	fmt.Fprintf(w, "- wall time: %s\n", took.Round(time.Second))
 	fmt.Fprintf(w, "- operator processes that exited during start-up and were started again by the harness: %d\n\n", crashed)
 	fmt.Fprintln(w, "| Scenario | Metric | Value | Notes |")

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,7 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"example.com/task-operator/e2e/controlplane"
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/testenv"
 )
 
 // What config/default promises; the operator's flag defaults (webhook.DefaultOptions) use the
@@ -40,7 +40,7 @@ const (
 	webhookSecret      = "task-operator-webhook-cert"
 	certificateName    = "task-operator-serving-cert"
 	certDir            = "/tmp/k8s-webhook-server/serving-certs"
-	crdName            = "tasks.example.com"
+	crdName            = taskv1.CRDName
 	injectCAFrom       = "cert-manager.io/inject-ca-from"
 )
 
@@ -128,22 +128,17 @@ func decode[T any](t *testing.T, o object) *T {
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
-// kubectl runs kubectl with the given stdin and returns stdout; stderr goes into failures.
+// kubectl runs kubectl with the given stdin and returns what it printed; a failure ends the
+// test.
 func kubectl(t *testing.T, stdin []byte, args ...string) (stdout, stderr string) {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("kubectl is needed to render and apply the manifests: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, errOut.String(), out.String())
+	stdout, stderr, err := testenv.Kubectl(ctx, "", stdin, args...)
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s", err, stdout)
 	}
-	return out.String(), errOut.String()
+	return stdout, stderr
 }
 
 // render builds a kustomization directory (relative to config/) with kubectl's kustomize.
@@ -569,7 +564,7 @@ func TestSamples(t *testing.T) {
 	objs := render(t, "samples")
 	names := map[string]string{}
 	for _, o := range objs {
-		if o.Kind != "Task" || o.group() != "example.com" {
+		if o.Kind != taskv1.Kind || o.group() != taskv1.Group {
 			t.Errorf("samples render %s %s, want only Tasks", o.APIVersion, o.Kind)
 		}
 		if o.Metadata.Namespace != "" {
@@ -603,10 +598,7 @@ func TestSamples(t *testing.T) {
 // from config/crd/bases: it has no conversion webhook, so nothing needs to answer one, and
 // each sample is checked against the schema and CEL rules of its own version.
 func TestServerDryRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver; skipped with -short")
-	}
-	cp := controlplane.StartT(t, controlplane.Options{})
+	cp := testenv.StartT(t, testenv.Options{}) // skips with -short
 	kc := "--kubeconfig=" + cp.KubeconfigPath
 
 	defaults := render(t, "default")

@@ -17,6 +17,8 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/apis/v1beta1"
+	"example.com/task-operator/conversion"
+	"example.com/task-operator/internal/testenv"
 )
 
 // The same Task written at each version; whichever version it is read at, it says the same.
@@ -45,7 +47,7 @@ spec:
 }
 
 func TestCreateAtEachVersionReadAtAll(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	for version, manifest := range sameTaskAtEachVersion {
 		name := "written-at-" + version
 		mustKubectl(t, fmt.Sprintf(manifest, name), "apply", "-n", ns, "-f", "-")
@@ -69,7 +71,7 @@ func TestCreateAtEachVersionReadAtAll(t *testing.T) {
 		}
 		// Status holds v1-only fields once the operator has run the Task; the spec does not.
 		for _, obj := range []client.Object{&alpha, &beta, &hub} {
-			if preserved := obj.GetAnnotations()["task.example.com/preserved-v1-fields"]; strings.Contains(preserved, `"spec"`) {
+			if preserved := obj.GetAnnotations()[conversion.PreservedAnnotation]; strings.Contains(preserved, `"spec"`) {
 				t.Errorf("%s read as %T preserves spec fields although every version expresses them: %s", name, obj, preserved)
 			}
 		}
@@ -94,7 +96,7 @@ spec:
 `
 
 func TestUpdateAtOldVersionKeepsV1OnlyFields(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	mustKubectl(t, richV1Task, "apply", "-n", ns, "-f", "-")
 	var before taskv1.Task
 	get(t, ns, "rich", &before)
@@ -115,13 +117,13 @@ spec: {type: shell, replicas: 1, shell: "echo rich", maxRetry: 7}
 		after.Spec.TTLSecondsAfterFinished == nil || !after.Spec.Suspend || after.Spec.Retry.MaxRetries != 7 {
 		t.Errorf("after an update at v1alpha1 the v1 spec is %+v; want %+v", after.Spec, *want)
 	}
-	if _, ok := after.Annotations["task.example.com/preserved-v1-fields"]; ok {
+	if _, ok := after.Annotations[conversion.PreservedAnnotation]; ok {
 		t.Error("the preserved-fields annotation reached the stored v1 object")
 	}
 }
 
 func TestPrinterColumnsAndIdempotentApply(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	manifest := fmt.Sprintf(sameTaskAtEachVersion["v1alpha1"], "columns")
 	first := mustKubectl(t, manifest, "apply", "-n", ns, "-f", "-")
 	if !strings.Contains(first, "created") {
@@ -158,7 +160,7 @@ func TestPrinterColumnsAndIdempotentApply(t *testing.T) {
 }
 
 func TestInvalidTasksAreRejectedNamingTheField(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	tests := []struct {
 		name, manifest, wantField string
 	}{
@@ -187,9 +189,9 @@ func TestInvalidTasksAreRejectedNamingTheField(t *testing.T) {
 }
 
 func TestCertificateRotationLosesNoRead(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	mustKubectl(t, fmt.Sprintf(sameTaskAtEachVersion["v1"], "rotating"), "apply", "-n", ns, "-f", "-")
-	secretKey := types.NamespacedName{Namespace: operatorNamespace, Name: "task-operator-webhook-cert"}
+	secretKey := types.NamespacedName{Namespace: testenv.OperatorNamespace, Name: "task-operator-webhook-cert"}
 	servingCert := func() [32]byte {
 		var s corev1.Secret
 		if err := kube.Get(context.Background(), secretKey, &s); err != nil {
@@ -229,7 +231,7 @@ func TestCertificateRotationLosesNoRead(t *testing.T) {
 		if err := kube.Patch(context.Background(), &corev1.Secret{ObjectMeta: metaFor(secretKey)}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatalf("drop serving certificate: %v", err)
 		}
-		eventually(t, 30*time.Second, "a new serving certificate", func() (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "a new serving certificate", func(context.Context) (bool, error) {
 			after := servingCert()
 			return after != before && after != sha256.Sum256(nil), nil
 		})

@@ -18,7 +18,7 @@ import (
 // A Task written at v1alpha1 runs exactly like the same Task written at v1: same Job spec,
 // same outcome, and kubectl wait works at either version.
 func TestTaskAtV1alpha1RunsLikeV1(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	mustKubectl(t, `apiVersion: example.com/v1alpha1
 kind: Task
 metadata: {name: old}
@@ -38,7 +38,7 @@ spec:
 	}
 	jobOf := func(task string) batchv1.Job {
 		var jobs batchv1.JobList
-		if err := kube.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{"task.example.com/name": task}); err != nil {
+		if err := kube.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{taskv1.LabelTaskName: task}); err != nil {
 			t.Fatal(err)
 		}
 		if len(jobs.Items) != 1 {
@@ -83,7 +83,7 @@ spec:
 
 // A failing Task retried at v1alpha1 counts retries there and attempts at v1.
 func TestRetriesVisibleAtEveryVersion(t *testing.T) {
-	ns := newNamespace(t)
+	ns := setUp(t)
 	mustKubectl(t, `apiVersion: example.com/v1
 kind: Task
 metadata: {name: flaky, labels: {e2e.example.com/outcome: fail}}

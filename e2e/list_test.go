@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	taskv1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/apis/v1alpha1"
-	"example.com/task-operator/apis/v1beta1"
+	"example.com/task-operator/internal/testenv"
 )
 
 // createSuspendedTasks creates n Tasks at v1 that never run, so that listing measures
@@ -47,37 +47,22 @@ func createSuspendedTasks(tb testing.TB, ns string, n int) {
 	}
 }
 
+// listAt lists the Tasks of ns at version and counts them.
 func listAt(ctx context.Context, version, ns string) (int, error) {
-	var list client.ObjectList
-	switch version {
-	case "v1":
-		list = &taskv1.TaskList{}
-	case "v1beta1":
-		list = &v1beta1.TaskList{}
-	default:
-		list = &v1alpha1.TaskList{}
+	obj, err := kube.Scheme().New(taskv1.ResourceAt(version).GroupVersion().WithKind(taskv1.Kind + "List"))
+	if err != nil {
+		return 0, err
 	}
+	list := obj.(client.ObjectList)
 	if err := kube.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return 0, err
 	}
-	return itemCount(list), nil
-}
-
-func itemCount(list client.ObjectList) int {
-	switch l := list.(type) {
-	case *taskv1.TaskList:
-		return len(l.Items)
-	case *v1beta1.TaskList:
-		return len(l.Items)
-	case *v1alpha1.TaskList:
-		return len(l.Items)
-	}
-	return -1
+	return meta.LenList(list), nil
 }
 
 func TestListThousandTasksAtEveryVersion(t *testing.T) {
 	const n = 1000
-	ns := newNamespace(t)
+	ns := setUp(t)
 	createSuspendedTasks(t, ns, n)
 	ctx := context.Background()
 	waitUntilSuspended(t, ns, n)
@@ -104,26 +89,25 @@ func TestListThousandTasksAtEveryVersion(t *testing.T) {
 }
 
 // waitUntilSuspended waits for the operator to have written the status of all n Tasks, so that
-// timed LISTs do not compete with its writes.
+// timed LISTs do not compete with its writes. It asks once a second: each ask lists them all.
 func waitUntilSuspended(tb testing.TB, ns string, n int) {
 	tb.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
+	err := testenv.Poll(tb.Context(), 3*time.Minute, time.Second, fmt.Sprintf("the %d Tasks in %s to be Suspended", n, ns), func(ctx context.Context) (bool, error) {
 		var list taskv1.TaskList
-		if err := kube.List(context.Background(), &list, client.InNamespace(ns)); err == nil {
-			suspended := 0
-			for _, task := range list.Items {
-				if task.Status.Phase == taskv1.PhaseSuspended {
-					suspended++
-				}
-			}
-			if suspended == n {
-				return
+		if err := kube.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		suspended := 0
+		for _, task := range list.Items {
+			if task.Status.Phase == taskv1.PhaseSuspended {
+				suspended++
 			}
 		}
-		time.Sleep(time.Second)
+		return suspended == n, fmt.Errorf("%d of %d Suspended", suspended, n)
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatalf("the %d Tasks in %s did not all reach phase Suspended", n, ns)
 }
 
 // BenchmarkListTasks lists E2E_LIST_TASKS Tasks (default 1000) at each version; compare the
@@ -133,11 +117,7 @@ func BenchmarkListTasks(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("E2E_LIST_TASKS")); err == nil && v > 0 {
 		n = v
 	}
-	ns := fmt.Sprintf("bench-list-%d", time.Now().UnixNano()%100000)
-	if _, err := kubectl("", "create", "namespace", ns); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _, _ = kubectl("", "delete", "namespace", ns, "--wait=false") }()
+	ns := setUp(b)
 	createSuspendedTasks(b, ns, n)
 	waitUntilSuspended(b, ns, n)
 	for _, version := range []string{"v1", "v1alpha1", "v1beta1"} {

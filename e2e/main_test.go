@@ -7,65 +7,75 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
-
-	"example.com/task-operator/apis/install"
+	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
+// The suite the tests share, brought up by the first setUp.
 var (
-	cluster  *controlplane.ControlPlane
-	operator *operatorProcess
+	cluster  *testenv.ControlPlane
+	operator *testenv.Operator
 	kube     client.Client
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+var suite struct {
+	once sync.Once
+	err  error
 }
 
-func runSuite(m *testing.M) (code int) {
+func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	testenv.Main(m, testenv.Options{Full: true})
+}
+
+// setUp brings up the suite on first use (the shared control plane and one operator on it)
+// and returns a namespace of the test's own.
+func setUp(tb testing.TB) string {
+	tb.Helper()
+	cp := testenv.Shared(tb)
+	suite.once.Do(func() { suite.err = startSuite(cp) })
+	if suite.err != nil {
+		tb.Fatalf("e2e suite: %v", suite.err)
+	}
+	return testenv.NewNamespace(tb, kube)
+}
+
+func startSuite(cp *testenv.ControlPlane) error {
 	ctx := context.Background()
-	var err error
-	cluster, err = controlplane.Start(ctx, controlplane.Options{Full: true})
+	cluster = cp
+	scheme, err := testenv.NewScheme()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		return err
 	}
-	defer func() {
-		if code != 0 {
-			fmt.Fprintln(os.Stderr, cluster.TailLogs(40))
-		}
-		_ = cluster.Stop()
-	}()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
+	if kube, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
+		return fmt.Errorf("client: %w", err)
 	}
-	if err := install.AddToScheme(scheme); err != nil {
-		panic(err)
+	if err := testenv.CreateNamespace(ctx, kube, testenv.OperatorNamespace); err != nil {
+		return err
 	}
-	if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: client:", err)
-		return 1
-	}
-	operator, err = startOperator(ctx, cluster)
+	operator, err = testenv.StartOperator(ctx, testenv.OperatorOptions{
+		Name:       "e2e",
+		Kubeconfig: cp.KubeconfigPath,
+		// Fast certificate checks for the rotation test, fast retries for everything.
+		Args: []string{"--cert-check-interval=2s", "--rate-limiter-base-delay=20ms"},
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		return err
 	}
-	defer func() {
-		if code != 0 {
-			fmt.Fprintln(os.Stderr, "--- operator log (tail) ---\n"+operator.tail(80))
+	testenv.AtExit(func(failed bool) {
+		if failed {
+			fmt.Fprintf(os.Stderr, "--- operator log (tail) ---\n%s\n", operator.Tail(80))
 		}
-		operator.stop()
-	}()
-	return m.Run()
+		if err := operator.Stop(15 * time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the operator: %v\n", err)
+		}
+	})
+	return testenv.WaitWebhooks(ctx, cp.Config, time.Minute)
 }

@@ -19,7 +19,7 @@ cleanup() {
     kill "$operator_pid" 2>/dev/null || true
     wait "$operator_pid" 2>/dev/null || true
   fi
-  go run ./e2e/cmd/cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
+  go run ./hack/cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
   echo "stopped."
 }
 trap cleanup EXIT
@@ -27,7 +27,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
-up_output="$(go run ./e2e/cmd/cluster up --dir "$cluster_dir")"
+up_output="$(go run ./hack/cluster up --dir "$cluster_dir")"
 echo "$up_output"
 export_line="$(grep '^export KUBECONFIG=' <<<"$up_output" | tail -1)"
 eval "$export_line"

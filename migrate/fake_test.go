@@ -13,13 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 // The fakes below model just enough of the apiserver for the unit tests: paginated LISTs with
 // continue tokens that pin a revision and expire on compaction, optimistic concurrency on
 // Update, the encoding version of each stored object, and a CRD with a status subresource.
 
-var taskGR = schema.GroupResource{Group: "example.com", Resource: "tasks"}
+var taskGR = taskv1.GroupResource
 
 type fakeObject struct {
 	obj       *unstructured.Unstructured
@@ -58,7 +60,7 @@ func newFakeTasks(namespaces []string, perNamespace int, storedAt string) *fakeT
 func (f *fakeTasks) create(ns, name, storedAt string) {
 	f.rv++
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1",
+		"apiVersion": taskv1.GroupVersion.String(),
 		"kind":       "Task",
 		"metadata":   map[string]any{"namespace": ns, "name": name, "resourceVersion": strconv.FormatInt(f.rv, 10)},
 		"spec":       map[string]any{"parallelism": int64(1)},
@@ -113,7 +115,7 @@ func (f *fakeTasks) List(ctx context.Context, ns string, opts metav1.ListOptions
 		}
 		after = key
 	}
-	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "TaskList"}}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": taskv1.GroupVersion.String(), "kind": taskv1.Kind + "List"}}
 	keys := f.sortedKeys(ns)
 	var visible []string
 	for _, k := range keys {
@@ -223,8 +225,8 @@ func newFakeCRD(storage string, storedVersions ...string) *fakeCRDs {
 	crd := &apiextv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: DefaultCRDName, UID: "crd-uid-1", Generation: 2, ResourceVersion: "10"},
 		Spec: apiextv1.CustomResourceDefinitionSpec{
-			Group: "example.com",
-			Names: apiextv1.CustomResourceDefinitionNames{Plural: "tasks", Kind: "Task"},
+			Group: taskv1.Group,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: taskv1.Resource, Kind: taskv1.Kind},
 			Scope: apiextv1.NamespaceScoped,
 		},
 		Status: apiextv1.CustomResourceDefinitionStatus{StoredVersions: storedVersions},
@@ -292,7 +294,7 @@ func (f *fakeCRDs) storedVersions() []string {
 
 func runFake(ctx context.Context, crds *fakeCRDs, tasks *fakeTasks, opts Options) (Summary, error) {
 	return run(ctx, crds, func(gvr schema.GroupVersionResource) taskStore {
-		if gvr != (schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tasks"}) {
+		if gvr != taskv1.ResourceAt("v1") {
 			panic("unexpected resource " + gvr.String())
 		}
 		return tasks

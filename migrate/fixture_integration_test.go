@@ -2,46 +2,32 @@ package migrate_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
-	"example.com/task-operator/apis/v1beta1"
+	"example.com/task-operator/internal/testenv"
 )
 
 var namespaces = []string{"migrate-a", "migrate-b", "migrate-c", "migrate-d"}
 
 var versions = []string{"v1alpha1", "v1beta1", "v1"}
 
-const fixtureLabel = "migrate-test/fixture"
-
-func taskGVR(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "example.com", Version: version, Resource: "tasks"}
-}
-
-func (env *testEnv) tasks(version, namespace string) dynamic.ResourceInterface {
-	return env.dyn.Resource(taskGVR(version)).Namespace(namespace)
-}
+// The apiVersions etcd holds Tasks at, before and after a migration.
+var (
+	atV1alpha1 = v1alpha1.GroupVersion.String()
+	atV1       = taskv1.GroupVersion.String()
+)
 
 // fixtureSize is the number of Tasks each integration test starts from: MIGRATE_TASKS, default 300.
 func fixtureSize(t testing.TB, env string, def int) int {
@@ -61,83 +47,15 @@ func fixtureSize(t testing.TB, env string, def int) int {
 func (env *testEnv) installPreviousRelease(ctx context.Context, t testing.TB, n int) []string {
 	t.Helper()
 	began := time.Now()
-	crds := env.ax.ApiextensionsV1().CustomResourceDefinitions()
-	err := crds.Delete(ctx, crdName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("delete CRD: %v", err)
+	if err := env.upgrade.InstallPreviousRelease(ctx); err != nil {
+		t.Fatal(err)
 	}
-	poll(ctx, t, "CRD deletion", 100*time.Millisecond, time.Minute, func() (bool, error) {
-		_, err := crds.Get(ctx, crdName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
-	if _, err := crds.Create(ctx, previousReleaseCRD(env.current), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create previous release's CRD: %v", err)
+	keys, err := env.upgrade.CreateV1alpha1Tasks(ctx, namespaces, n, 8)
+	if err != nil {
+		t.Fatal(err)
 	}
-	poll(ctx, t, "CRD established", 50*time.Millisecond, time.Minute, func() (bool, error) {
-		crd, err := crds.Get(ctx, crdName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
-				_, err := env.tasks("v1alpha1", namespaces[0]).List(ctx, metav1.ListOptions{Limit: 1})
-				return err == nil, nil
-			}
-		}
-		return false, nil
-	})
-
-	keys := make([]string, n)
-	for i := range n {
-		keys[i] = fmt.Sprintf("%s/task-%04d", namespaces[i%len(namespaces)], i)
-	}
-	parallel(t, keys, 8, func(i int, key string) error {
-		ns, name, _ := strings.Cut(key, "/")
-		obj := v1alpha1Task(ns, name, i)
-		created, err := env.tasks("v1alpha1", ns).Create(ctx, obj, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		if i%3 != 0 {
-			return nil
-		}
-		states := []string{"Running", "Failed", "Succeeded"}
-		created.Object["status"] = map[string]any{
-			"state":          states[i%len(states)],
-			"lastJobName":    name + "-run-1",
-			"retryCount":     int64(i % 4),
-			"lastError":      fmt.Sprintf("exit code %d", i%7),
-			"lastUpdateTime": "2030-01-02T03:04:05Z",
-		}
-		_, err = env.tasks("v1alpha1", ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	})
 	t.Logf("previous release installed with %d Tasks in %s", n, time.Since(began).Round(time.Millisecond))
 	return keys
-}
-
-func v1alpha1Task(ns, name string, i int) *unstructured.Unstructured {
-	spec := map[string]any{
-		"replicas": int64(1 + i%5),
-		"maxRetry": int64(i % 4),
-	}
-	if i%2 == 0 {
-		spec["type"] = "shell"
-		spec["shell"] = fmt.Sprintf("echo task %d && sleep %d", i, i%10)
-	} else {
-		spec["type"] = "http"
-		spec["url"] = fmt.Sprintf("https://hooks.example.com/task/%d", i)
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1alpha1",
-		"kind":       "Task",
-		"metadata": map[string]any{
-			"namespace": ns,
-			"name":      name,
-			"labels":    map[string]any{fixtureLabel: "true", "index": strconv.Itoa(i)},
-		},
-		"spec": spec,
-	}}
 }
 
 // upgradeToCurrentRelease applies this release's CRD over the previous one: all three versions
@@ -145,69 +63,24 @@ func v1alpha1Task(ns, name string, i int) *unstructured.Unstructured {
 // new Tasks at v1.
 func (env *testEnv) upgradeToCurrentRelease(ctx context.Context, t testing.TB) {
 	t.Helper()
-	crds := env.ax.ApiextensionsV1().CustomResourceDefinitions()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.Get(ctx, crdName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		crd.Spec.Versions = env.current.Spec.DeepCopy().Versions
-		crd.Spec.Conversion = &apiextv1.CustomResourceConversion{
-			Strategy: apiextv1.WebhookConverter,
-			Webhook: &apiextv1.WebhookConversion{
-				ClientConfig:             &apiextv1.WebhookClientConfig{URL: &env.webhookURL, CABundle: env.caBundle},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
-		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("upgrade CRD: %v", err)
+	if err := env.upgrade.UpgradeCRD(ctx); err != nil {
+		t.Fatal(err)
 	}
-	// The apiserver swaps the storage of a CRD asynchronously; probe until a new Task lands in
-	// etcd at v1.
-	probe := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1",
-		"kind":       "Task",
-		"metadata":   map[string]any{"namespace": namespaces[0], "name": "storage-probe"},
-		"spec":       map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
-	}}
-	probes := env.tasks("v1", namespaces[0])
-	poll(ctx, t, "v1 storage", 50*time.Millisecond, time.Minute, func() (bool, error) {
-		if _, err := probes.Create(ctx, probe.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, nil // v1 not served yet
-		}
-		enc, _, err := env.storedEncodings(ctx)
-		if err != nil {
-			return false, err
-		}
-		stored := enc[namespaces[0]+"/storage-probe"]
-		if err := probes.Delete(ctx, "storage-probe", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		return stored == "example.com/v1", nil
-	})
-	poll(ctx, t, "probe deletion", 20*time.Millisecond, time.Minute, func() (bool, error) {
-		enc, _, err := env.storedEncodings(ctx)
-		_, there := enc[namespaces[0]+"/storage-probe"]
-		return !there, err
-	})
 }
 
 func (env *testEnv) storedVersions(ctx context.Context, t testing.TB) []string {
 	t.Helper()
-	crd, err := env.ax.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
+	sv, err := env.upgrade.CRDStoredVersions(ctx)
 	if err != nil {
-		t.Fatalf("get CRD: %v", err)
+		t.Fatal(err)
 	}
-	return crd.Status.StoredVersions
+	return sv
 }
 
 // requireEncodings checks that exactly the Tasks keys are in etcd, all encoded at apiVersion.
 func (env *testEnv) requireEncodings(ctx context.Context, t testing.TB, keys []string, apiVersion string) {
 	t.Helper()
-	enc, _, err := env.storedEncodings(ctx)
+	enc, err := env.upgrade.StoredTaskVersions(ctx)
 	if err != nil {
 		t.Fatalf("read etcd: %v", err)
 	}
@@ -239,30 +112,24 @@ func (env *testEnv) snapshot(ctx context.Context, t testing.TB, vs ...string) sn
 	s := snapshot{}
 	for _, v := range vs {
 		s[v] = map[string]client.Object{}
-		list, err := env.dyn.Resource(taskGVR(v)).List(ctx, metav1.ListOptions{LabelSelector: fixtureLabel})
+		list, err := env.upgrade.Tasks(v, metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: testenv.FixtureLabel})
 		if err != nil {
 			t.Fatalf("list at %s: %v", v, err)
 		}
 		for _, item := range list.Items {
-			var obj client.Object
-			switch v {
-			case "v1alpha1":
-				obj = &v1alpha1.Task{}
-			case "v1beta1":
-				obj = &v1beta1.Task{}
-			case "v1":
-				obj = &taskv1.Task{}
-			default:
-				t.Fatalf("unknown version %s", v)
+			obj, err := env.scheme.New(item.GroupVersionKind())
+			if err != nil {
+				t.Fatalf("%s/%s at %s: %v", item.GetNamespace(), item.GetName(), v, err)
 			}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(item.Object, obj, true); err != nil {
+			task := obj.(client.Object)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(item.Object, task, true); err != nil {
 				t.Fatalf("decode %s/%s at %s: %v", item.GetNamespace(), item.GetName(), v, err)
 			}
 			// What a rewrite may legitimately change.
-			obj.SetResourceVersion("")
-			obj.SetManagedFields(nil)
-			obj.SetGeneration(0)
-			s[v][item.GetNamespace()+"/"+item.GetName()] = obj
+			task.SetResourceVersion("")
+			task.SetManagedFields(nil)
+			task.SetGeneration(0)
+			s[v][item.GetNamespace()+"/"+item.GetName()] = task
 		}
 	}
 	return s
@@ -290,52 +157,5 @@ func requireSame(t testing.TB, before, after snapshot, skip func(key string) boo
 		if diffs > 3 {
 			t.Errorf("... %d Tasks differ at %s in all", diffs, v)
 		}
-	}
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func poll(ctx context.Context, t testing.TB, what string, interval, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// parallel runs fn over items with n goroutines and fails the test on the first error.
-func parallel[T any](t testing.TB, items []T, n int, fn func(i int, item T) error) {
-	t.Helper()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	next := make(chan int)
-	for range n {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(i, items[i]); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("item %d: %w", i, err)
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range items {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		t.Fatal(first)
 	}
 }

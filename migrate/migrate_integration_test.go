@@ -23,7 +23,7 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/migrate"
 )
 
@@ -54,7 +54,7 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 	env.upgradeToCurrentRelease(ctx, t)
 
 	// Before the migration: etcd still holds v1alpha1, the CRD remembers both versions.
-	env.requireEncodings(ctx, t, keys, "example.com/v1alpha1")
+	env.requireEncodings(ctx, t, keys, atV1alpha1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1alpha1", "v1"}) {
 		t.Fatalf("storedVersions after the upgrade = %v, want [v1alpha1 v1]", sv)
 	}
@@ -107,7 +107,7 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 	}
 	recordTiming("migrate.Run", n, sum.Duration)
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -166,11 +166,10 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer cancel()
-		for sleepCtx(runCtx, 10*time.Millisecond) {
-			if data, err := os.ReadFile(cpFile); err == nil && bytes.Contains(data, []byte(`"pages": 3,`)) {
-				return
-			}
-		}
+		_ = testenv.Poll(runCtx, time.Minute, 10*time.Millisecond, "three checkpointed pages", func(context.Context) (bool, error) {
+			data, err := os.ReadFile(cpFile)
+			return err == nil && bytes.Contains(data, []byte(`"pages": 3,`)), nil
+		})
 	}()
 	var out1 bytes.Buffer
 	opts.Progress = &out1
@@ -190,7 +189,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1alpha1", "v1"}) {
 		t.Fatalf("storedVersions after the interrupted run = %v", sv)
 	}
-	enc, _, err := env.storedEncodings(ctx)
+	enc, err := env.upgrade.StoredTaskVersions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +198,12 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 		counts[v]++
 	}
 	t.Logf("etcd after the interrupted run: %v", counts)
-	if counts["example.com/v1"] == 0 || counts["example.com/v1alpha1"] == 0 {
+	if counts[atV1] == 0 || counts[atV1alpha1] == 0 {
 		t.Fatalf("want a half-migrated etcd, got %v", counts)
 	}
 
 	// Compact etcd: the checkpoint's continue token now names a revision that is gone.
-	rev, err := env.compact(ctx)
+	rev, err := env.cp.EtcdCompact(ctx)
 	if err != nil {
 		t.Fatalf("compact etcd: %v", err)
 	}
@@ -236,7 +235,7 @@ func TestRunResumesAndKeepsConcurrentWrites(t *testing.T) {
 		t.Errorf("no edit overlapped a migration run; the test proves nothing")
 	}
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -261,7 +260,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	keys := env.installPreviousRelease(ctx, t, n)
 	env.upgradeToCurrentRelease(ctx, t)
 	before := env.snapshot(ctx, t, versions...)
-	env.requireEncodings(ctx, t, keys, "example.com/v1alpha1")
+	env.requireEncodings(ctx, t, keys, atV1alpha1)
 
 	svmCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -272,7 +271,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	t.Logf("the controller rewrote the first Task %s after the StorageVersionMigration was created and the last %s later",
 		first.Round(time.Millisecond), (last - first).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("StorageVersionMigration: %v\nkube-controller-manager log:\n%s", err, lastLines(env.cp.Logs(controlplane.KubeControllerManager), 40))
+		t.Fatalf("StorageVersionMigration: %v\nkube-controller-manager log:\n%s", err, testenv.Tail(env.cp.Logs(testenv.KubeControllerManager), 40))
 	}
 	t.Logf("StorageVersionMigration of %d Tasks took %s", n, d.Round(time.Millisecond))
 	if svm, err := env.kube.StoragemigrationV1().StorageVersionMigrations().Get(ctx, name, metav1.GetOptions{}); err == nil {
@@ -283,7 +282,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	recordTiming("StorageVersionMigration", n, d)
 	recordTiming("  of which rewriting", n, last-first)
 
-	env.requireEncodings(ctx, t, keys, "example.com/v1")
+	env.requireEncodings(ctx, t, keys, atV1)
 	if sv := env.storedVersions(ctx, t); !slices.Equal(sv, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", sv)
 	}
@@ -298,25 +297,27 @@ func (env *testEnv) watchRewrites(ctx context.Context, n int) func() (first, las
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleepCtx(ctx, 100*time.Millisecond) {
-			enc, _, err := env.storedEncodings(ctx)
+		// The times are reported: asked every 100 ms, they are that precise.
+		_ = testenv.Poll(ctx, 3*time.Minute, 100*time.Millisecond, "every Task stored at v1", func(ctx context.Context) (bool, error) {
+			enc, err := env.upgrade.StoredTaskVersions(ctx)
 			if err != nil {
-				continue
+				return false, err
 			}
 			v1 := 0
 			for _, v := range enc {
-				if v == "example.com/v1" {
+				if v == atV1 {
 					v1++
 				}
 			}
 			if v1 > 0 && first == 0 {
 				first = time.Since(start)
 			}
-			if v1 >= n {
-				last = time.Since(start)
-				return
+			if v1 < n {
+				return false, nil
 			}
-		}
+			last = time.Since(start)
+			return true, nil
+		})
 	}()
 	return func() (time.Duration, time.Duration) {
 		<-done
@@ -373,7 +374,7 @@ func BenchmarkMigrate(b *testing.B) {
 // editTask changes the spec of a Task at v1alpha1, as a user of the previous release would.
 func editTask(ctx context.Context, env *testEnv, key string, i int) error {
 	ns, name, _ := strings.Cut(key, "/")
-	client := env.tasks("v1alpha1", ns)
+	client := env.upgrade.Tasks("v1alpha1", ns)
 	for {
 		obj, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -413,11 +414,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 type timing struct {

@@ -17,8 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 var threeNamespaces = []string{"team-a", "team-b", "team-c"}
@@ -333,7 +334,7 @@ func TestFailedRewritesPreventTrimAndAreRetriedOnResume(t *testing.T) {
 	broken.Store(true)
 	tasks.beforeUpdate = func(key string, obj *unstructured.Unstructured) error {
 		if key == "ns/task-0015" && broken.Load() {
-			return apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Task"}, obj.GetName(), field.ErrorList{field.Invalid(field.NewPath("spec"), "x", "bad")})
+			return apierrors.NewInvalid(taskv1.GroupKind, obj.GetName(), field.ErrorList{field.Invalid(field.NewPath("spec"), "x", "bad")})
 		}
 		return nil
 	}
@@ -466,7 +467,7 @@ func TestSummaryString(t *testing.T) {
 func TestCheckpointSaveIsAtomicAndRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cp.json")
-	cp := &checkpoint{CRD: "tasks.example.com", CRDUID: "u", Generation: 3, Continue: "abc", Pages: 2, Total: 7, Rewritten: 6, Skipped: 1}
+	cp := &checkpoint{CRD: taskv1.CRDName, CRDUID: "u", Generation: 3, Continue: "abc", Pages: 2, Total: 7, Rewritten: 6, Skipped: 1}
 	for range 3 {
 		if err := cp.save(path); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,8 @@
 package reconciler_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,13 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 const (
-	outcome = controlplane.OutcomeLabel
-	fail    = controlplane.OutcomeFail
-	hang    = controlplane.OutcomeHang
+	outcome = testenv.OutcomeLabel
+	fail    = testenv.OutcomeFail
+	hang    = testenv.OutcomeHang
 )
 
 func TestSuccess(t *testing.T) {
@@ -67,9 +69,9 @@ func TestSuccess(t *testing.T) {
 			t.Errorf("labels = %v", labels)
 		}
 	}
-	e.eventually("events", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "events", func(context.Context) (bool, error) {
 		reasons := e.eventReasons(got)
-		return slices.Contains(reasons, v1.EventJobCreated) && slices.Contains(reasons, v1.EventSucceeded), fmt.Sprint(reasons)
+		return slices.Contains(reasons, v1.EventJobCreated) && slices.Contains(reasons, v1.EventSucceeded), fmt.Errorf("reasons: %v", reasons)
 	})
 	checkMetrics(t)
 }
@@ -122,9 +124,9 @@ func TestRetriesExhausted(t *testing.T) {
 	if !slices.Equal(names, []string{"doomed-1", "doomed-2", "doomed-3"}) {
 		t.Errorf("Jobs = %v, want doomed-1..3", names)
 	}
-	e.eventually("events", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "events", func(context.Context) (bool, error) {
 		reasons := e.eventReasons(got)
-		return slices.Contains(reasons, v1.EventRetryScheduled) && slices.Contains(reasons, v1.EventRetriesExhausted), fmt.Sprint(reasons)
+		return slices.Contains(reasons, v1.EventRetryScheduled) && slices.Contains(reasons, v1.EventRetriesExhausted), fmt.Errorf("reasons: %v", reasons)
 	})
 }
 
@@ -150,10 +152,10 @@ func TestRetryThenSuccess(t *testing.T) {
 func TestParallelism(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := e.create(e.task("wide", withLabels(controlplane.RunSecondsLabel, "2"), func(t *v1.Task) { t.Spec.Parallelism = 3 }))
-	e.eventually("3 pods", func() (bool, string) {
+	task := e.create(e.task("wide", withLabels(testenv.RunSecondsLabel, "2"), func(t *v1.Task) { t.Spec.Parallelism = 3 }))
+	testenv.Eventually(t, waitTimeout, "3 pods", func(context.Context) (bool, error) {
 		pods := e.pods(task.Name)
-		return len(pods) == 3, fmt.Sprintf("%d pods", len(pods))
+		return len(pods) == 3, fmt.Errorf("%d pods", len(pods))
 	})
 	e.waitPhase(task.Name, v1.PhaseSucceeded)
 	jobs := e.jobs(task.Name)
@@ -182,9 +184,9 @@ func TestTTL(t *testing.T) {
 	e := newEnv(t)
 	task := e.create(e.task("brief", func(t *v1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To[int32](1) }))
 	e.waitPhase(task.Name, v1.PhaseSucceeded)
-	e.eventually("the Job to be deleted by its TTL", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the Job to be deleted by its TTL", func(context.Context) (bool, error) {
 		n := len(e.jobs(task.Name))
-		return n == 0, fmt.Sprintf("%d Jobs", n)
+		return n == 0, fmt.Errorf("%d Jobs", n)
 	})
 	time.Sleep(2 * time.Second) // long enough for a wrong reaction to show
 	got := e.get(task.Name)
@@ -211,15 +213,15 @@ func TestSuspendResume(t *testing.T) {
 	e.waitPhase(busy.Name, v1.PhaseRunning)
 	e.update(busy.Name, func(t *v1.Task) { t.Spec.Suspend = true })
 	e.waitPhase(busy.Name, v1.PhaseSuspended)
-	e.eventually("the Job to be suspended", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the Job to be suspended", func(context.Context) (bool, error) {
 		jobs := e.jobs(busy.Name)
-		return len(jobs) == 1 && ptr.Deref(jobs[0].Spec.Suspend, false), fmt.Sprintf("%d jobs", len(jobs))
+		return len(jobs) == 1 && ptr.Deref(jobs[0].Spec.Suspend, false), fmt.Errorf("%d jobs", len(jobs))
 	})
 	e.update(busy.Name, func(t *v1.Task) { t.Spec.Suspend = false })
 	e.waitPhase(busy.Name, v1.PhaseRunning)
-	e.eventually("the Job to be resumed", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the Job to be resumed", func(context.Context) (bool, error) {
 		jobs := e.jobs(busy.Name)
-		return len(jobs) == 1 && !ptr.Deref(jobs[0].Spec.Suspend, false), fmt.Sprintf("%d jobs", len(jobs))
+		return len(jobs) == 1 && !ptr.Deref(jobs[0].Spec.Suspend, false), fmt.Errorf("%d jobs", len(jobs))
 	})
 	if got := e.get(busy.Name); got.Status.Attempts != 1 {
 		t.Errorf("suspend and resume started another run: %s", describe(got))
@@ -232,9 +234,9 @@ func TestScheduleForbid(t *testing.T) {
 	task := e.create(e.task("cron-forbid", withLabels(outcome, hang), func(t *v1.Task) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 2s", ConcurrencyPolicy: v1.ForbidConcurrent}
 	}))
-	e.eventually("two skipped runs", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "two skipped runs", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return got.Status.MissedRuns >= 2, describe(got)
+		return got.Status.MissedRuns >= 2, errors.New(describe(got))
 	})
 	got := e.get(task.Name)
 	if jobs := e.jobs(task.Name); len(jobs) != 1 || got.Status.Phase != v1.PhaseRunning || got.Status.LastScheduleTime == nil {
@@ -249,18 +251,18 @@ func TestScheduleReplace(t *testing.T) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 3s", ConcurrencyPolicy: v1.ReplaceConcurrent}
 	}))
 	var first string
-	e.eventually("a first run", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "a first run", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		if got.Status.LastJob != nil {
 			first = got.Status.LastJob.Name
 		}
-		return first != "", describe(got)
+		return first != "", errors.New(describe(got))
 	})
-	e.eventually("the first run replaced", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the first run replaced", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		replaced := got.Status.LastJob != nil && got.Status.LastJob.Name != first
 		err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: first}, &batchv1.Job{})
-		return replaced && apierrors.IsNotFound(err), describe(got)
+		return replaced && apierrors.IsNotFound(err), errors.New(describe(got))
 	})
 	got := e.get(task.Name)
 	if len(got.Status.ActiveJobs) != 1 || got.Status.MissedRuns != 0 {
@@ -276,7 +278,7 @@ func TestScheduleHistoryLimit(t *testing.T) {
 		t.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
 	}))
 	seen := map[string]bool{}
-	e.eventually("three runs with one succeeded Job kept", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "three runs with one succeeded Job kept", func(context.Context) (bool, error) {
 		succeeded := 0
 		for _, j := range e.jobs(task.Name) {
 			seen[j.Name] = true
@@ -286,7 +288,7 @@ func TestScheduleHistoryLimit(t *testing.T) {
 				}
 			}
 		}
-		return len(seen) >= 3 && succeeded == 1, fmt.Sprintf("%d runs seen, %d succeeded Jobs", len(seen), succeeded)
+		return len(seen) >= 3 && succeeded == 1, fmt.Errorf("%d runs seen, %d succeeded Jobs", len(seen), succeeded)
 	})
 	if c := meta.FindStatusCondition(e.get(task.Name).Status.Conditions, v1.ConditionSucceeded); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Succeeded condition of a scheduled Task = %+v", c)
@@ -298,17 +300,17 @@ func TestDeletion(t *testing.T) {
 	e := newEnv(t)
 	task := e.create(e.task("gone", withLabels(outcome, hang), func(t *v1.Task) { t.Spec.Parallelism = 2 }))
 	e.waitPhase(task.Name, v1.PhaseRunning)
-	e.eventually("pods running", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "pods running", func(context.Context) (bool, error) {
 		n := len(e.pods(task.Name))
-		return n == 2, fmt.Sprintf("%d pods", n)
+		return n == 2, fmt.Errorf("%d pods", n)
 	})
 	if err := e.c.Delete(t.Context(), task); err != nil {
 		t.Fatalf("delete task: %v", err)
 	}
-	e.eventually("the Task, its Jobs and pods to be gone", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the Task, its Jobs and pods to be gone", func(context.Context) (bool, error) {
 		err := e.c.Get(t.Context(), client.ObjectKeyFromObject(task), &v1.Task{})
 		jobs, pods := len(e.jobs(task.Name)), len(e.pods(task.Name))
-		return apierrors.IsNotFound(err) && jobs == 0 && pods == 0, fmt.Sprintf("task err %v, %d jobs, %d pods", err, jobs, pods)
+		return apierrors.IsNotFound(err) && jobs == 0 && pods == 0, fmt.Errorf("task err %v, %d jobs, %d pods", err, jobs, pods)
 	})
 }
 
@@ -317,7 +319,7 @@ func TestDeletion(t *testing.T) {
 func TestRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := e.create(e.task("survivor", withLabels(controlplane.RunSecondsLabel, "6")))
+	task := e.create(e.task("survivor", withLabels(testenv.RunSecondsLabel, "6")))
 	e.waitPhase(task.Name, v1.PhaseRunning)
 	e.op.stop(t)
 	e.op = e.startOperator()
@@ -328,9 +330,9 @@ func TestRestart(t *testing.T) {
 
 	// Stopped again right after a Task is created, before (or while) it starts its Job.
 	quick := e.create(e.task("quick"))
-	e.eventually("a Job", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "a Job", func(context.Context) (bool, error) {
 		n := len(e.jobs(quick.Name))
-		return n > 0, fmt.Sprintf("%d jobs", n)
+		return n > 0, fmt.Errorf("%d jobs", n)
 	})
 	e.op.stop(t)
 	e.op = e.startOperator()
@@ -345,10 +347,9 @@ func TestRestart(t *testing.T) {
 func TestAPIWrites(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.eventually("the operator to settle", func() (bool, string) { return true, "" })
 	e.op.writes.take()
 
-	task := e.create(e.task("counted", withLabels(controlplane.RunSecondsLabel, "3")))
+	task := e.create(e.task("counted", withLabels(testenv.RunSecondsLabel, "3")))
 	e.waitPhase(task.Name, v1.PhaseRunning)
 	writes, events := e.op.writes.take()
 	t.Logf("API writes to reach Running: %d (%s) plus %d Event(s)", len(writes), strings.Join(writes, ", "), len(events))

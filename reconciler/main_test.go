@@ -2,7 +2,7 @@ package reconciler_test
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -26,7 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/reconciler"
 )
 
@@ -35,12 +35,6 @@ import (
 // for the package by the first test that needs it. Each test works in its own namespace with
 // its own manager watching only that namespace, so tests run in parallel and a test can stop
 // and restart "the operator" without disturbing the others.
-
-var shared struct {
-	once sync.Once
-	cp   *controlplane.ControlPlane
-	err  error
-}
 
 var scheme = runtime.NewScheme()
 
@@ -53,39 +47,17 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	ctrl.SetLogger(funcr.New(func(prefix, args string) {
 		fmt.Fprintln(os.Stderr, prefix, args)
 	}, funcr.Options{Verbosity: 0}))
-	code := m.Run()
-	if shared.cp != nil {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "control plane logs:\n%s\n", shared.cp.TailLogs(40))
-		}
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{Full: true})
 }
 
-// cluster starts the shared control plane on first use.
+// cluster is a client config of the shared control plane, with the rate limits of a busy
+// operator.
 func cluster(t *testing.T) *rest.Config {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a control plane")
-	}
-	shared.once.Do(func() {
-		shared.cp, shared.err = controlplane.Start(context.Background(), controlplane.Options{Full: true})
-		if shared.err == nil {
-			t.Logf("control plane started in %s", shared.cp.StartedIn.Round(time.Millisecond))
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("control plane: %v", shared.err)
-	}
-	cfg := rest.CopyConfig(shared.cp.Config)
+	cfg := rest.CopyConfig(testenv.Shared(t).Config)
 	cfg.QPS, cfg.Burst = 200, 400
 	return cfg
 }
@@ -112,12 +84,7 @@ func newEnvOpts(t *testing.T, noOperator bool) *env {
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "task-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
-	e := &env{t: t, cfg: cfg, c: c, ns: ns.Name}
+	e := &env{t: t, cfg: cfg, c: c, ns: testenv.NewNamespace(t, c)}
 	if !noOperator {
 		e.op = e.startOperator()
 	}
@@ -294,30 +261,13 @@ func (e *env) pods(taskName string) []corev1.Pod {
 
 const waitTimeout = 90 * time.Second
 
-// eventually polls cond until it holds or the timeout passes; cond's message describes the
-// state for the failure.
-func (e *env) eventually(what string, cond func() (bool, string)) {
-	e.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(200 * time.Millisecond)
-	}
-	e.t.Fatalf("timed out after %s waiting for %s; last: %s", waitTimeout, what, last)
-}
-
 // waitPhase waits for the Task to reach phase and returns it.
 func (e *env) waitPhase(name string, phase v1.Phase) *v1.Task {
 	e.t.Helper()
 	var task *v1.Task
-	e.eventually(fmt.Sprintf("task %s to be %s", name, phase), func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, fmt.Sprintf("task %s to be %s", name, phase), func(context.Context) (bool, error) {
 		task = e.get(name)
-		return task.Status.Phase == phase, describe(task)
+		return task.Status.Phase == phase, errors.New(describe(task))
 	})
 	return task
 }

@@ -1,8 +1,10 @@
 package reconciler_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 // operatorRules are the rules controller-gen makes of the +kubebuilder:rbac markers in doc.go;
@@ -43,20 +45,24 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	e.op = e.startOperatorAs(fmt.Sprintf("system:serviceaccount:%s:task-operator", e.ns))
 
-	task := e.create(e.task("limited", withLabels(controlplane.OutcomeLabel, controlplane.OutcomeFail), withRetries(1)))
+	// The retry waits 3s, as in TestRetryThenSuccess: time to lift the label before its Job exists,
+	// also on two loaded cores.
+	task := e.create(e.task("limited", withLabels(testenv.OutcomeLabel, testenv.OutcomeFail), withRetries(1), func(t *v1.Task) {
+		t.Spec.Retry.Backoff.Initial = &metav1.Duration{Duration: 3 * time.Second}
+	}))
 	e.waitPhase(task.Name, v1.PhaseRetrying)
-	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, controlplane.OutcomeLabel) })
+	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, testenv.OutcomeLabel) })
 	e.waitPhase(task.Name, v1.PhaseSucceeded)
-	e.eventually("events from the restricted operator", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "events from the restricted operator", func(context.Context) (bool, error) {
 		reasons := e.eventReasons(task)
-		return len(reasons) >= 3, fmt.Sprint(reasons)
+		return len(reasons) >= 3, fmt.Errorf("reasons: %v", reasons)
 	})
 	if err := e.c.Delete(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the Task and its Jobs to be gone", func() (bool, string) {
+	testenv.Eventually(t, waitTimeout, "the Task and its Jobs to be gone", func(context.Context) (bool, error) {
 		err := e.c.Get(t.Context(), client.ObjectKeyFromObject(task), &v1.Task{})
 		n := len(e.jobs(task.Name))
-		return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("task: %v, %d jobs", err, n)
+		return apierrors.IsNotFound(err) && n == 0, fmt.Errorf("task: %v, %d jobs", err, n)
 	})
 }

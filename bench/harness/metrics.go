@@ -1,106 +1,23 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"example.com/task-operator/internal/testenv"
 )
 
-// Sample is one line of the Prometheus text format.
-type Sample struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// ParseMetrics reads the Prometheus text exposition format; comments and malformed lines are
-// skipped.
-func ParseMetrics(r io.Reader) ([]Sample, error) {
-	var out []Sample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if s, ok := parseSample(line); ok {
-			out = append(out, s)
-		}
-	}
-	return out, sc.Err()
-}
-
-func parseSample(line string) (Sample, bool) {
-	s := Sample{Labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return s, false
-	}
-	s.Name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		rest = rest[1:]
-		for {
-			rest = strings.TrimLeft(rest, " ,")
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.IndexByte(rest, '=')
-			if eq < 0 || len(rest) < eq+2 || rest[eq+1] != '"' {
-				return s, false
-			}
-			key := strings.TrimSpace(rest[:eq])
-			rest = rest[eq+2:]
-			var val strings.Builder
-			closed := false
-			for j := 0; j < len(rest); j++ {
-				c := rest[j]
-				if c == '\\' && j+1 < len(rest) {
-					j++
-					switch rest[j] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(rest[j])
-					}
-					continue
-				}
-				if c == '"' {
-					rest = rest[j+1:]
-					closed = true
-					break
-				}
-				val.WriteByte(c)
-			}
-			if !closed {
-				return s, false
-			}
-			s.Labels[key] = val.String()
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return s, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
+// OperatorWrites returns the write requests an operator's clients sent so far, by HTTP method.
+func OperatorWrites(ctx context.Context, o *testenv.Operator) (map[string]float64, error) {
+	samples, err := o.Metrics(ctx)
 	if err != nil {
-		return s, false
+		return nil, err
 	}
-	s.Value = v
-	return s, true
+	return ClientWrites(samples), nil
 }
-
-// WriteVerbs are the HTTP methods that change state.
-var WriteVerbs = []string{"POST", "PUT", "PATCH", "DELETE"}
 
 func isWrite(method string) bool {
 	switch strings.ToUpper(method) {
@@ -112,7 +29,7 @@ func isWrite(method string) bool {
 
 // ClientWrites sums client-go's rest_client_requests_total over the write methods, by method:
 // the requests a process's own clients sent, whatever their answer.
-func ClientWrites(samples []Sample) map[string]float64 {
+func ClientWrites(samples []testenv.Sample) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range samples {
 		if s.Name == "rest_client_requests_total" && isWrite(s.Labels["method"]) {
@@ -150,7 +67,7 @@ func APIServerWrites(ctx context.Context, kube kubernetes.Interface) (map[string
 	if err != nil {
 		return nil, fmt.Errorf("apiserver metrics: %w", err)
 	}
-	samples, err := ParseMetrics(strings.NewReader(string(raw)))
+	samples, err := testenv.ParseMetrics(strings.NewReader(string(raw)))
 	if err != nil {
 		return nil, err
 	}
@@ -169,23 +86,4 @@ func APIServerWrites(ctx context.Context, kube kubernetes.Interface) (map[string
 		out[res+" "+s.Labels["verb"]] += s.Value
 	}
 	return out, nil
-}
-
-// ScrapeURL fetches and parses a plain-HTTP metrics endpoint.
-func ScrapeURL(ctx context.Context, url string) ([]Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return ParseMetrics(resp.Body)
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/testenv"
 )
 
 // BenchLabel marks every object the benchmarks create.
@@ -38,39 +39,12 @@ func NewTask(ns, name string) *taskv1.Task {
 // TaskName is the name of the i-th benchmark Task.
 func TaskName(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
 
-// Parallel runs fn for 0..n-1 on workers goroutines and returns the first error.
-func Parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range max(1, workers) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
-		firstErr = ctx.Err()
-	}
-	return firstErr
-}
-
 // CreateTasks creates n Tasks named TaskName(prefix, i) with workers concurrent clients. With
 // retry, failed creates are tried again (every 200 ms) until ctx ends, and the number of
 // retries is returned; an AlreadyExists answer to a retry counts as success.
 func (e *Env) CreateTasks(ctx context.Context, ns, prefix string, n, workers int, retry bool, mutate func(int, *taskv1.Task)) (retries int64, err error) {
 	var tries atomic.Int64
-	err = Parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+	err = testenv.Parallel(ctx, n, workers, func(ctx context.Context, i int) error {
 		for attempt := 0; ; attempt++ {
 			t := NewTask(ns, TaskName(prefix, i))
 			if mutate != nil {
@@ -114,7 +88,7 @@ func (e *Env) Track(ctx context.Context, ns string) *Tracker {
 		start: time.Now(), started: map[string]time.Duration{}, terminal: map[string]time.Duration{},
 		failed: map[string]bool{}, changed: make(chan struct{}, 1), stop: cancel, stoppedRun: make(chan struct{}),
 	}
-	res := e.Dyn.Resource(TaskGVR("v1")).Namespace(ns)
+	res := e.Dyn.Resource(taskv1.ResourceAt("v1")).Namespace(ns)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return res.List(ctx, o)
@@ -242,7 +216,7 @@ func (e *Env) DeleteTasks(ctx context.Context, ns string, timeout time.Duration)
 	if err != nil {
 		return err
 	}
-	err = Parallel(ctx, len(items), 16, func(ctx context.Context, i int) error {
+	err = testenv.Parallel(ctx, len(items), 16, func(ctx context.Context, i int) error {
 		t := &taskv1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: items[i].Name}}
 		if err := e.Client.Delete(ctx, t); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete task %s/%s: %w", ns, t.Name, err)
@@ -252,20 +226,13 @@ func (e *Env) DeleteTasks(ctx context.Context, ns string, timeout time.Duration)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	return testenv.Poll(ctx, timeout, 500*time.Millisecond, fmt.Sprintf("the Tasks in %s to be gone", ns), func(context.Context) (bool, error) {
 		items, err := list()
 		if err != nil {
-			return err
+			return false, err
 		}
-		if len(items) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d Tasks in %s still there after %s", len(items), ns, timeout)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return len(items) == 0, fmt.Errorf("%d Tasks left", len(items))
+	})
 }
 
 // Consistency is what a fault scenario must leave behind: every count but Tasks and Jobs zero.
@@ -322,7 +289,7 @@ func (e *Env) Check(ctx context.Context, ns string) (Consistency, error) {
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		owner := metav1.GetControllerOf(j)
-		if owner == nil || owner.Kind != "Task" || byUID[string(owner.UID)] == nil {
+		if owner == nil || owner.Kind != taskv1.Kind || byUID[string(owner.UID)] == nil {
 			if j.DeletionTimestamp == nil {
 				c.Orphans++
 				c.example("job %s has no existing owner Task", j.Name)

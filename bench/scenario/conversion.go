@@ -18,31 +18,22 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
-// Conversion LISTs ListTasks Tasks at each served version through the apiserver (v1alpha1 and
+// convert LISTs s.Tasks Tasks at each served version through the apiserver (v1alpha1 and
 // v1beta1 go through the operator's conversion webhook) and runs the converter's Go benchmarks.
-func Conversion(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("conversion")
-	r.Err = convert(ctx, e, s, r)
-	return r
-}
-
-func convert(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
+func convert(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-conversion"
-	if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
-		return err
-	}
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
 		return err
 	}
 	// Suspended Tasks: the operator records them but starts no Jobs.
-	e.Logf("creating %d suspended Tasks", s.ListTasks)
-	if _, err := e.CreateTasks(ctx, ns, "c", s.ListTasks, s.Workers, true, func(_ int, t *taskv1.Task) { t.Spec.Suspend = true }); err != nil {
+	e.Logf("creating %d suspended Tasks", s.Tasks)
+	if _, err := e.CreateTasks(ctx, ns, "c", s.Tasks, e.Workers, true, func(_ int, t *taskv1.Task) { t.Spec.Suspend = true }); err != nil {
 		return err
 	}
-	if err := harness.Poll(ctx, timeoutFor(s.ListTasks, time.Minute, 100*time.Millisecond), "status of the suspended Tasks", func() (bool, error) {
+	if err := testenv.Poll(ctx, timeoutFor(s.Tasks, time.Minute, 100*time.Millisecond), 0, "status of the suspended Tasks", func(ctx context.Context) (bool, error) {
 		var tasks taskv1.TaskList
 		if err := e.Client.List(ctx, &tasks, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -53,7 +44,7 @@ func convert(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 			}
 		}
 		time.Sleep(time.Second)
-		return len(tasks.Items) >= s.ListTasks, nil
+		return len(tasks.Items) >= s.Tasks, nil
 	}); err != nil {
 		return err
 	}
@@ -66,7 +57,7 @@ func convert(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	times := map[string][]time.Duration{}
 	var failed int
 	var failures []string
-	for rep := range s.ListReps {
+	for rep := range s.Reps {
 		for _, v := range versions {
 			url := fmt.Sprintf("%s/apis/example.com/%s/namespaces/%s/tasks", strings.TrimRight(e.Cfg.Host, "/"), v, ns)
 			began := time.Now()
@@ -76,8 +67,8 @@ func convert(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 				var list struct {
 					Items []json.RawMessage `json:"items"`
 				}
-				if err = json.Unmarshal(body, &list); err == nil && len(list.Items) != s.ListTasks {
-					err = fmt.Errorf("LIST at %s returned %d items, want %d", v, len(list.Items), s.ListTasks)
+				if err = json.Unmarshal(body, &list); err == nil && len(list.Items) != s.Tasks {
+					err = fmt.Errorf("LIST at %s returned %d items, want %d", v, len(list.Items), s.Tasks)
 				}
 			}
 			if err != nil {
@@ -90,23 +81,23 @@ func convert(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 			times[v] = append(times[v], d)
 		}
 	}
-	r.Addf("Tasks per LIST", fmt.Sprintf("%d LISTs per version, median shown", s.ListReps), "%d", s.ListTasks)
+	r.Addf("Tasks per LIST", fmt.Sprintf("%d LISTs per version, median shown", s.Reps), "%d", s.Tasks)
 	base := median(times["v1"])
 	for _, v := range versions {
 		m := median(times[v])
-		note := fmt.Sprintf("%.0f objects/s", rate(s.ListTasks, m))
+		note := fmt.Sprintf("%.0f objects/s", rate(s.Tasks, m))
 		if v != "v1" && base > 0 {
 			note += fmt.Sprintf("; %.2f× the v1 LIST", m.Seconds()/base.Seconds())
 		}
 		r.Addf("LIST at "+v, note, "%.0f ms", float64(m.Microseconds())/1000)
 	}
 	r.Violation("failed LISTs", failed, strings.Join(failures, "; "))
-	if s.ConvBenchtime != "" {
-		if err := goBench(ctx, e, s.ConvBenchtime, r); err != nil {
+	if s.Benchtime != "" {
+		if err := goBench(ctx, e, s.Benchtime, r); err != nil {
 			return err
 		}
 	}
-	return e.DeleteTasks(ctx, ns, timeoutFor(s.ListTasks, 2*time.Minute, 50*time.Millisecond))
+	return e.DeleteTasks(ctx, ns, timeoutFor(s.Tasks, 2*time.Minute, 50*time.Millisecond))
 }
 
 func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
@@ -141,7 +132,7 @@ func median(ds []time.Duration) time.Duration {
 
 // goBench runs the converter's Go benchmarks and adds their objects/s and allocations.
 func goBench(ctx context.Context, e *harness.Env, benchtime string, r *Result) error {
-	root, err := controlplane.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}

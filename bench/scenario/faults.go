@@ -13,26 +13,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
 )
 
 // leaseName is the operator's default --leader-election-id.
 const leaseName = "task-operator.example.com"
 
-// Kill SIGKILLs the single operator Kills times at random moments while KillTasks Tasks are
+// kill SIGKILLs the single operator s.Reps times at random moments while s.Tasks Tasks are
 // created and run, restarting it each time, then counts duplicate and orphaned Jobs and
 // unfinished Tasks.
-func Kill(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("kill")
-	r.Err = kill(ctx, e, s, r)
-	return r
-}
-
-func kill(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
+func kill(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-kill"
-	if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
-		return err
-	}
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
 		return err
 	}
@@ -40,7 +33,7 @@ func kill(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	tr := e.Track(ctx, ns)
 	defer tr.Stop()
 	began := time.Now()
-	createCtx, cancelCreate := context.WithTimeout(ctx, timeoutFor(s.KillTasks, 5*time.Minute, time.Second))
+	createCtx, cancelCreate := context.WithTimeout(ctx, timeoutFor(s.Tasks, 5*time.Minute, time.Second))
 	defer cancelCreate()
 	var retries int64
 	var createErr error
@@ -48,27 +41,29 @@ func kill(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	go func() {
 		defer close(created)
 		// While the operator is down its webhooks are too: creates fail and are retried.
-		retries, createErr = e.CreateTasks(createCtx, ns, "k", s.KillTasks, min(s.Workers, 8), true, nil)
+		retries, createErr = e.CreateTasks(createCtx, ns, "k", s.Tasks, min(e.Workers, 8), true, nil)
 	}()
 
 	var restarts []time.Duration
 	duringRun := 0
-	for i := range s.Kills {
-		gap := time.Duration(rng.Int64N(int64(2*s.KillGap) + 1))
+	for i := range s.Reps {
+		gap := time.Duration(rng.Int64N(int64(2*s.Gap) + 1))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(gap):
 		}
-		if _, term, _ := tr.Counts(); term < s.KillTasks {
+		if _, term, _ := tr.Counts(); term < s.Tasks {
 			duringRun++
 		}
 		ops := e.Operators()
 		if len(ops) == 0 {
 			return errors.New("no operator running")
 		}
-		e.Logf("kill %d/%d: SIGKILL pid %d after %s", i+1, s.Kills, ops[0].PID(), gap.Round(time.Millisecond))
-		e.KillOperator(ops[0])
+		e.Logf("kill %d/%d: SIGKILL pid %d after %s", i+1, s.Reps, ops[0].PID(), gap.Round(time.Millisecond))
+		if err := e.KillOperator(ops[0]); err != nil {
+			return err
+		}
 		t := time.Now()
 		if _, err := e.StartOperator(ctx, "replica-0", false); err != nil {
 			return fmt.Errorf("restart after kill %d: %w", i+1, err)
@@ -79,12 +74,12 @@ func kill(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	if createErr != nil {
 		return createErr
 	}
-	waitErr := tr.WaitTerminal(ctx, s.KillTasks, timeoutFor(s.KillTasks, 3*time.Minute, time.Second))
+	waitErr := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 3*time.Minute, time.Second))
 	_, last := tr.Last()
-	r.Addf("SIGKILLs", fmt.Sprintf("%d while Tasks were unfinished; seed %d, gaps uniform in [0, %s]", duringRun, s.Seed, 2*s.KillGap), "%d", s.Kills)
+	r.Addf("SIGKILLs", fmt.Sprintf("%d while Tasks were unfinished; seed %d, gaps uniform in [0, %s]", duringRun, s.Seed, 2*s.Gap), "%d", s.Reps)
 	r.Addf("restart to serving webhooks", "mean of the restarts; max "+secs(maxDur(restarts)), "%s", secs(meanDur(restarts)))
 	r.Addf("creates retried", "webhooks unavailable while the operator was down", "%d", retries)
-	r.Addf("Tasks", fmt.Sprintf("all terminal %s after the first create", secs(last)), "%d", s.KillTasks)
+	r.Addf("Tasks", fmt.Sprintf("all terminal %s after the first create", secs(last)), "%d", s.Tasks)
 	r.Addf("scenario wall time", "", "%s", secs(time.Since(began)))
 	c, err := e.Check(ctx, ns)
 	if err != nil {
@@ -94,19 +89,10 @@ func kill(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	return waitErr
 }
 
-// Failover runs two replicas with leader election, SIGKILLs the leader while Tasks are being
+// failover runs two replicas with leader election, SIGKILLs the leader while Tasks are being
 // created, and times the takeover.
-func Failover(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("failover")
-	r.Err = failover(ctx, e, s, r)
-	return r
-}
-
-func failover(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
+func failover(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-failover"
-	if err := e.EnsureOperators(ctx, 2, true, false); err != nil {
-		return err
-	}
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
 		return err
 	}
@@ -115,40 +101,43 @@ func failover(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 		return err
 	}
 	lease := &coordinationv1.Lease{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: leaseName}, lease); err != nil {
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: leaseName}, lease); err != nil {
 		return fmt.Errorf("read lease: %w", err)
 	}
 	holder := deref(lease.Spec.HolderIdentity)
 
 	tr := e.Track(ctx, ns)
 	defer tr.Stop()
-	createCtx, cancelCreate := context.WithTimeout(ctx, timeoutFor(s.FailoverTasks, 5*time.Minute, time.Second))
+	createCtx, cancelCreate := context.WithTimeout(ctx, timeoutFor(s.Tasks, 5*time.Minute, time.Second))
 	defer cancelCreate()
 	var createErr error
 	created := make(chan struct{})
 	go func() {
 		defer close(created)
-		_, createErr = e.CreateTasks(createCtx, ns, "f", s.FailoverTasks, 4, true, nil)
+		_, createErr = e.CreateTasks(createCtx, ns, "f", s.Tasks, 4, true, nil)
 	}()
 	// Kill once part of the Tasks has started, so that the leader dies mid-work.
-	_ = harness.Poll(ctx, 30*time.Second, "first Tasks started", func() (bool, error) {
+	_ = testenv.Poll(ctx, 30*time.Second, 0, "first Tasks started", func(ctx context.Context) (bool, error) {
 		started, _, _ := tr.Counts()
-		return started >= max(1, s.FailoverTasks/4), nil
+		return started >= max(1, s.Tasks/4), nil
 	})
-	var survivor *harness.Operator
+	var survivor *testenv.Operator
 	for _, o := range e.Operators() {
 		if o != leader {
 			survivor = o
 		}
 	}
-	e.Logf("SIGKILL leader %s (pid %d)", leader.Name, leader.PID())
+	e.Logf("SIGKILL leader %s (pid %d)", leader.Name(), leader.PID())
 	killedAt := time.Now()
-	e.KillOperator(leader)
+	if err := e.KillOperator(leader); err != nil {
+		return err
+	}
+	// The takeover times are figures of the report: asked every 100 ms, they are that precise.
 	var holderChanged, leading time.Duration
-	err = harness.Poll(ctx, 2*time.Minute, "takeover", func() (bool, error) {
+	err = testenv.Poll(ctx, 2*time.Minute, 100*time.Millisecond, "takeover", func(ctx context.Context) (bool, error) {
 		if holderChanged == 0 {
 			l := &coordinationv1.Lease{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: leaseName}, l); err == nil &&
+			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: testenv.OperatorNamespace, Name: leaseName}, l); err == nil &&
 				deref(l.Spec.HolderIdentity) != holder && deref(l.Spec.HolderIdentity) != "" {
 				holderChanged = time.Since(killedAt)
 			}
@@ -169,7 +158,7 @@ func failover(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	if createErr != nil {
 		return createErr
 	}
-	waitErr := tr.WaitTerminal(ctx, s.FailoverTasks, timeoutFor(s.FailoverTasks, 3*time.Minute, time.Second))
+	waitErr := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 3*time.Minute, time.Second))
 	c, err := e.Check(ctx, ns)
 	if err != nil {
 		return err
@@ -181,9 +170,9 @@ func failover(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	return waitErr
 }
 
-func waitLeader(ctx context.Context, e *harness.Env, timeout time.Duration) (*harness.Operator, error) {
-	var leader *harness.Operator
-	err := harness.Poll(ctx, timeout, "a leader", func() (bool, error) {
+func waitLeader(ctx context.Context, e *harness.Env, timeout time.Duration) (*testenv.Operator, error) {
+	var leader *testenv.Operator
+	err := testenv.Poll(ctx, timeout, 0, "a leader", func(ctx context.Context) (bool, error) {
 		for _, o := range e.Operators() {
 			if ok, _ := o.IsLeader(ctx); ok {
 				leader = o
@@ -195,35 +184,19 @@ func waitLeader(ctx context.Context, e *harness.Env, timeout time.Duration) (*ha
 	return leader, err
 }
 
-// Rolling restarts the two replicas one after the other (drained from the proxy, SIGTERM,
+// rolling restarts the two replicas one after the other (drained from the proxy, SIGTERM,
 // started again) while a client reads Tasks at v1alpha1 in a loop: every read goes through a
 // conversion webhook call.
-func Rolling(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("rolling")
-	r.Err = rolling(ctx, e, s, r)
-	return r
-}
-
-func rolling(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
+func rolling(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-rolling"
-	if err := e.EnsureOperators(ctx, 2, true, false); err != nil {
-		return err
-	}
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
 		return err
 	}
-	tr := e.Track(ctx, ns)
-	if _, err := e.CreateTasks(ctx, ns, "r", s.RollingTasks, s.Workers, true, nil); err != nil {
-		tr.Stop()
-		return err
-	}
-	err := tr.WaitTerminal(ctx, s.RollingTasks, timeoutFor(s.RollingTasks, 2*time.Minute, time.Second))
-	tr.Stop()
-	if err != nil {
+	if err := runTasks(ctx, e, ns, "r", s.Tasks); err != nil {
 		return err
 	}
 
-	res := e.Dyn.Resource(harness.TaskGVR("v1alpha1")).Namespace(ns)
+	res := e.Dyn.Resource(taskv1.ResourceAt("v1alpha1")).Namespace(ns)
 	readCtx, stopReading := context.WithCancel(ctx)
 	var reads, failed atomic.Int64
 	var mu sync.Mutex
@@ -235,7 +208,7 @@ func rolling(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 			if i%2 == 0 {
 				_, err = res.List(readCtx, metav1.ListOptions{})
 			} else {
-				_, err = res.Get(readCtx, harness.TaskName("r", i/2%s.RollingTasks), metav1.GetOptions{})
+				_, err = res.Get(readCtx, harness.TaskName("r", i/2%s.Tasks), metav1.GetOptions{})
 			}
 			if readCtx.Err() != nil {
 				return
@@ -256,12 +229,12 @@ func rolling(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	time.Sleep(2 * time.Second)
 	var restarts []time.Duration
 	for _, o := range e.Operators() {
-		e.Logf("rolling: stopping %s (pid %d)", o.Name, o.PID())
+		e.Logf("rolling: stopping %s (pid %d)", o.Name(), o.PID())
 		began := time.Now()
 		if err := e.StopOperator(o, 2*time.Second); err != nil {
 			return err
 		}
-		if _, err := e.StartOperator(ctx, o.Name, true); err != nil {
+		if _, err := e.StartOperator(ctx, o.Name(), true); err != nil {
 			return err
 		}
 		restarts = append(restarts, time.Since(began))

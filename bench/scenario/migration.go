@@ -7,62 +7,66 @@ import (
 	"slices"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/migrate"
+	"example.com/task-operator/webhook"
 )
 
 const migrateNS = "bench-migrate"
 
-// Migration stores MigrateTasks Tasks at v1alpha1 under the previous release's CRD, upgrades the
+// migration stores s.Tasks Tasks at v1alpha1 under the previous release's CRD, upgrades the
 // CRD, and times migrate.Run; then does the same again for the in-tree StorageVersionMigration.
 // No operator runs meanwhile (it would start Jobs for the fixture); conversion is served by the
-// project's converter in this process. At the end the CRD is deleted and an operator started
-// again, which reinstalls it.
-func Migration(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("migration")
-	r.Err = migration(ctx, e, s, r)
-	e.Logf("restoring the CRD and the operator")
-	if err := e.DeleteCRD(ctx, 5*time.Minute); err != nil {
-		r.Err = errors.Join(r.Err, err)
-	} else if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
-		r.Err = errors.Join(r.Err, err)
-	}
-	return r
-}
-
-func migration(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
-	n := s.MigrateTasks
-	// Tasks carry the operator's finalizer: delete them, with the CRD, while it runs.
-	if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
+// project's /convert handler in this process. At the end the CRD is deleted and an operator
+// started again, which reinstalls it.
+func migration(ctx context.Context, e *harness.Env, s Size, r *Result) error {
+	up, err := testenv.NewUpgrade(ctx, e.CP)
+	if err != nil {
 		return err
 	}
+	err = compareMigrations(ctx, e, up, s.Tasks, r)
+	e.Logf("restoring the CRD and the operator")
+	return errors.Join(err, restore(ctx, e, up), up.Close())
+}
+
+// restore leaves what the other scenarios expect: this release's CRD and one operator.
+func restore(ctx context.Context, e *harness.Env, up *testenv.Upgrade) error {
+	if err := up.DeleteCRD(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	return e.EnsureOperators(ctx, 1, false, false)
+}
+
+func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade, n int, r *Result) error {
+	// Tasks carry the operator's finalizer: delete them, with the CRD, while it runs.
 	e.Logf("deleting the Task CRD and every Task")
-	if err := e.DeleteCRD(ctx, 10*time.Minute); err != nil {
+	if err := up.DeleteCRD(ctx, 10*time.Minute); err != nil {
 		return err
 	}
 	if err := e.StopAll(); err != nil {
 		return err
 	}
-	if err := e.DeleteWebhookConfigurations(ctx); err != nil {
+	if err := deleteWebhookConfigurations(ctx, e.Client); err != nil {
 		return err
 	}
 	if err := e.EnsureNamespace(ctx, migrateNS); err != nil {
 		return err
 	}
-	wh, err := harness.StartConversionWebhook(ctx)
-	if err != nil {
-		return err
-	}
-	defer wh.Stop()
 	cfg := rest.CopyConfig(e.Cfg)
 	cfg.QPS, cfg.Burst = -1, 0 // the tools' own settings decide their pace
 
 	var runTime, svmTime time.Duration
 	for _, method := range []string{"migrate.Run", "StorageVersionMigration"} {
-		if err := prepareFixture(ctx, e, s, n, wh); err != nil {
+		if err := prepareFixture(ctx, e, up, n); err != nil {
 			return fmt.Errorf("%s fixture: %w", method, err)
 		}
 		e.Logf("migrating %d Tasks with %s", n, method)
@@ -77,6 +81,7 @@ func migration(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 			r.Violation("migrate.Run failed rewrites", sum.Failed, fmt.Sprintf("%d rewritten, %d conflicts; default options (page %d, concurrency %d)",
 				sum.Rewritten, sum.Conflicts, migrate.DefaultPageSize, migrate.DefaultConcurrency))
 		default:
+			var err error
 			svmCtx, cancel := context.WithTimeout(ctx, timeoutFor(n, 3*time.Minute, 100*time.Millisecond))
 			d, err = migrate.RunStorageVersionMigration(svmCtx, cfg, fmt.Sprintf("bench-%d", time.Now().UnixNano()))
 			cancel()
@@ -86,12 +91,12 @@ func migration(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 			svmTime = d
 		}
 		r.Addf(method, fmt.Sprintf("%.0f objects/s", rate(n, d)), "%s", secs(d))
-		stored, err := e.StoredVersions(ctx)
+		stored, err := storedVersionCounts(ctx, up)
 		if err != nil {
 			return err
 		}
-		r.Violation(method+": Tasks not at v1 in etcd", n-stored["example.com/v1"], fmt.Sprintf("etcd encodings after: %v", stored))
-		sv, err := e.CRDStoredVersions(ctx)
+		r.Violation(method+": Tasks not at v1 in etcd", n-stored[taskv1.GroupVersion.String()], fmt.Sprintf("etcd encodings after: %v", stored))
+		sv, err := up.CRDStoredVersions(ctx)
 		if err != nil {
 			return err
 		}
@@ -107,29 +112,52 @@ func migration(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 }
 
 // prepareFixture leaves n Tasks stored at v1alpha1 under this release's CRD.
-func prepareFixture(ctx context.Context, e *harness.Env, s Sizes, n int, wh *harness.ConversionWebhook) error {
-	if err := e.InstallPreviousRelease(ctx); err != nil {
+func prepareFixture(ctx context.Context, e *harness.Env, up *testenv.Upgrade, n int) error {
+	if err := up.InstallPreviousRelease(ctx); err != nil {
 		return err
 	}
-	res := e.Dyn.Resource(harness.TaskGVR("v1alpha1")).Namespace(migrateNS)
 	began := time.Now()
-	err := harness.Parallel(ctx, n, s.Workers, func(ctx context.Context, i int) error {
-		_, err := res.Create(ctx, harness.V1alpha1Task(migrateNS, harness.TaskName("mig", i), i), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
+	if _, err := up.CreateV1alpha1Tasks(ctx, []string{migrateNS}, n, e.Workers); err != nil {
 		return err
 	}
 	e.Logf("created %d v1alpha1 Tasks in %s", n, time.Since(began).Round(time.Millisecond))
-	if err := e.UpgradeCRD(ctx, wh.URL, wh.CABundle, migrateNS); err != nil {
+	if err := up.UpgradeCRD(ctx); err != nil {
 		return err
 	}
-	stored, err := e.StoredVersions(ctx)
+	stored, err := storedVersionCounts(ctx, up)
 	if err != nil {
 		return err
 	}
-	if stored["example.com/v1alpha1"] != n {
+	if stored[v1alpha1.GroupVersion.String()] != n {
 		return fmt.Errorf("fixture: etcd encodings %v, want %d at v1alpha1", stored, n)
+	}
+	return nil
+}
+
+// storedVersionCounts counts the Tasks in etcd by the apiVersion they are encoded at.
+func storedVersionCounts(ctx context.Context, up *testenv.Upgrade) (map[string]int, error) {
+	versions, err := up.StoredTaskVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, v := range versions {
+		counts[v]++
+	}
+	return counts, nil
+}
+
+// deleteWebhookConfigurations removes the operator's admission webhook configurations, so that
+// Tasks can be written while no operator runs; a starting operator creates them again.
+func deleteWebhookConfigurations(ctx context.Context, c client.Client) error {
+	o := webhook.DefaultOptions()
+	for _, obj := range []client.Object{
+		&admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: o.MutatingConfigName}},
+		&admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: o.ValidatingConfigName}},
+	} {
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s: %w", obj.GetName(), err)
+		}
 	}
 	return nil
 }

@@ -7,57 +7,145 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
 )
 
-// Sizes are the knobs of all scenarios.
-type Sizes struct {
-	// Workers is the number of concurrent client goroutines creating objects.
-	Workers int
-	// Tasks is the throughput run's size; the idle scenario measures those Tasks at rest.
+// Kind is what a scenario is for.
+type Kind string
+
+const (
+	// Measurement scenarios produce the figures users judge the operator by.
+	Measurement Kind = "measurement"
+	// Fault scenarios break the operator on purpose and count what must never happen.
+	Fault Kind = "fault"
+)
+
+// Size is how much a scenario does. Each scenario reads the fields its row in All documents.
+type Size struct {
+	// Tasks is how many Tasks the scenario creates.
 	Tasks int
-	// Idle is how long writes at rest are counted.
-	Idle time.Duration
-	// ListTasks Tasks are LISTed at each version, ListReps times.
-	ListTasks, ListReps int
-	// ConvBenchtime is passed to go test -benchtime for the conversion Go benchmarks; empty
-	// skips them.
-	ConvBenchtime string
-	// MigrateTasks v1alpha1-stored Tasks are migrated by each method.
-	MigrateTasks int
-	// MemoryTasks Tasks run to completion before the operator's peak RSS is read.
-	MemoryTasks int
-	// KillTasks Tasks run while the operator is SIGKILLed Kills times, a random 0..2×KillGap
-	// apart; Seed seeds the randomness.
-	KillTasks, Kills int
-	KillGap          time.Duration
-	Seed             uint64
-	// FailoverTasks are created around the leader's death.
-	FailoverTasks int
-	// RollingTasks are read at v1alpha1 during the rolling restart.
-	RollingTasks int
+	// Reps is how often it repeats its act.
+	Reps int
+	// Gap is its time knob.
+	Gap time.Duration
+	// Benchtime is go test -benchtime of the converter benchmarks; empty skips them.
+	Benchtime string
+	// Seed seeds its randomness.
+	Seed uint64
 }
 
-// Full are the sizes the brief asks for.
-func Full() Sizes {
-	return Sizes{
-		Workers: 32, Tasks: 2000, Idle: 60 * time.Second, ListTasks: 5000, ListReps: 5, ConvBenchtime: "1s",
-		MigrateTasks: 10000, MemoryTasks: 10000, KillTasks: 1000, Kills: 20, KillGap: 3 * time.Second,
-		Seed: 1, FailoverTasks: 200, RollingTasks: 50,
+func (s Size) String() string {
+	var parts []string
+	for _, f := range []struct {
+		name string
+		set  bool
+		val  any
+	}{
+		{"tasks", s.Tasks != 0, s.Tasks}, {"reps", s.Reps != 0, s.Reps}, {"gap", s.Gap != 0, s.Gap},
+		{"benchtime", s.Benchtime != "", s.Benchtime}, {"seed", s.Seed != 0, s.Seed},
+	} {
+		if f.set {
+			parts = append(parts, fmt.Sprintf("%s=%v", f.name, f.val))
+		}
 	}
+	return strings.Join(parts, " ")
 }
 
-// Smoke are the sizes of the tests in bench/.
-func Smoke() Sizes {
-	return Sizes{
-		Workers: 8, Tasks: 30, Idle: 10 * time.Second, ListTasks: 100, ListReps: 2, ConvBenchtime: "200x",
-		MigrateTasks: 50, MemoryTasks: 50, KillTasks: 20, Kills: 3, KillGap: time.Second,
-		Seed: 1, FailoverTasks: 10, RollingTasks: 5,
+// Operators is the set of operator replicas a scenario starts from.
+type Operators struct {
+	Replicas    int
+	LeaderElect bool
+	// Fresh replaces the running replicas with new processes.
+	Fresh bool
+}
+
+var (
+	one      = Operators{Replicas: 1}
+	oneFresh = Operators{Replicas: 1, Fresh: true}
+	twoHA    = Operators{Replicas: 2, LeaderElect: true}
+)
+
+// Scenario is one row of All.
+type Scenario struct {
+	Name string
+	Kind Kind
+	// Operators run when Body starts; Body may change that.
+	Operators Operators
+	// Smoke is the size of the tests in bench/; Full the size of `make bench` and `make faults`.
+	Smoke, Full Size
+	// Body measures into r; its error means the scenario could not complete.
+	Body func(ctx context.Context, e *harness.Env, s Size, r *Result) error
+}
+
+// All lists the scenarios in the order they run: the migration replaces the CRD and so runs
+// last. The comment above a row says what its Size fields mean.
+var All = []Scenario{
+	// Tasks run to Succeeded at v1, with the raw Job create rate to compare.
+	{"throughput", Measurement, one, Size{Tasks: 30}, Size{Tasks: 2000}, throughput},
+	// Writes while Tasks (the throughput run's, or as many new) rest for Gap.
+	{"idle", Measurement, one, Size{Tasks: 30, Gap: 10 * time.Second}, Size{Tasks: 2000, Gap: time.Minute}, idle},
+	// LISTs of Tasks at every version, Reps per version; the converter's Go benchmarks at Benchtime.
+	{"conversion", Measurement, one, Size{Tasks: 100, Reps: 2, Benchtime: "200x"}, Size{Tasks: 5000, Reps: 5, Benchtime: "1s"}, convert},
+	// Peak RSS of a fresh operator after Tasks ran.
+	{"memory", Measurement, oneFresh, Size{Tasks: 50}, Size{Tasks: 10000}, memory},
+	// Reps SIGKILLs of the operator, a random 0..2×Gap apart (Seed), while Tasks run.
+	{"kill", Fault, one, Size{Tasks: 20, Reps: 3, Gap: time.Second, Seed: 1}, Size{Tasks: 1000, Reps: 20, Gap: 3 * time.Second, Seed: 1}, kill},
+	// The leader's SIGKILL while Tasks are created.
+	{"failover", Fault, twoHA, Size{Tasks: 10}, Size{Tasks: 200}, failover},
+	// Both replicas restarted in turn while Tasks are read at v1alpha1.
+	{"rolling", Fault, twoHA, Size{Tasks: 5}, Size{Tasks: 50}, rolling},
+	// Tasks stored at v1alpha1 migrated by each method.
+	{"migration", Measurement, one, Size{Tasks: 50}, Size{Tasks: 10000}, migration},
+}
+
+// Run runs the scenario at size s, timing it.
+func (sc Scenario) Run(ctx context.Context, e *harness.Env, s Size) *Result {
+	began := time.Now()
+	e.Logf("=== scenario %s (%s)", sc.Name, s)
+	r := &Result{Scenario: sc.Name, Violations: map[string]int{}}
+	r.Err = e.EnsureOperators(ctx, sc.Operators.Replicas, sc.Operators.LeaderElect, sc.Operators.Fresh)
+	if r.Err == nil {
+		r.Err = sc.Body(ctx, e, s, r)
 	}
+	r.Duration = time.Since(began)
+	e.Logf("=== scenario %s done in %s: %s", sc.Name, r.Duration.Round(time.Second), r.Summary())
+	return r
+}
+
+// Named returns the scenarios of All that names select, by name, by kind ("measurements",
+// "faults") or "all", in the order of All.
+func Named(names []string) ([]Scenario, error) {
+	for _, n := range names {
+		if !slices.ContainsFunc(All, func(sc Scenario) bool { return sc.selectedBy(n) }) {
+			return nil, fmt.Errorf("unknown scenario %q (want one of %s, or measurements, faults or all)", n, strings.Join(Names(), ", "))
+		}
+	}
+	var out []Scenario
+	for _, sc := range All {
+		if slices.ContainsFunc(names, sc.selectedBy) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func (sc Scenario) selectedBy(name string) bool {
+	return name == "all" || name == sc.Name || name == string(sc.Kind)+"s"
+}
+
+// Names lists the names of All.
+func Names() []string {
+	names := make([]string, len(All))
+	for i, sc := range All {
+		names[i] = sc.Name
+	}
+	return names
 }
 
 // Row is one line of the results table.
@@ -74,10 +162,6 @@ type Result struct {
 	// Err is set when the scenario could not complete; its rows so far stay.
 	Err      error
 	Duration time.Duration
-}
-
-func newResult(name string) *Result {
-	return &Result{Scenario: name, Violations: map[string]int{}}
 }
 
 // Add appends a row.
@@ -138,34 +222,36 @@ func (r *Result) consistency(c harness.Consistency) {
 	}
 }
 
-// Func is a scenario.
-type Func func(ctx context.Context, e *harness.Env, s Sizes) *Result
-
-// All lists the scenarios in the order they run: the migration replaces the CRD and so runs
-// after the other measurements.
-var All = []struct {
-	Name  string
-	Fault bool
-	Run   Func
-}{
-	{"throughput", false, Throughput},
-	{"idle", false, Idle},
-	{"conversion", false, Conversion},
-	{"memory", false, Memory},
-	{"kill", true, Kill},
-	{"failover", true, Failover},
-	{"rolling", true, Rolling},
-	{"migration", false, Migration},
+// runTasks creates n Tasks named prefix-<i> in ns, trying failed creates again, and waits until
+// every one is terminal.
+func runTasks(ctx context.Context, e *harness.Env, ns, prefix string, n int) error {
+	tr := e.Track(ctx, ns)
+	defer tr.Stop()
+	if _, err := e.CreateTasks(ctx, ns, prefix, n, e.Workers, true, nil); err != nil {
+		return err
+	}
+	return tr.WaitTerminal(ctx, n, timeoutFor(n, 2*time.Minute, time.Second))
 }
 
-// Run runs f, timing it and turning a panic-free error path into Result.Err.
-func Run(ctx context.Context, e *harness.Env, s Sizes, name string, f Func) *Result {
-	began := time.Now()
-	e.Logf("=== scenario %s", name)
-	r := f(ctx, e, s)
-	r.Duration = time.Since(began)
-	e.Logf("=== scenario %s done in %s: %s", name, r.Duration.Round(time.Second), r.Summary())
-	return r
+// writes are the write requests counted at one moment: by the operator's own clients, by
+// method, and by the apiserver from every client, by resource and verb.
+type writes struct {
+	operator, apiserver map[string]float64
+}
+
+func countWrites(ctx context.Context, e *harness.Env, op *testenv.Operator) (writes, error) {
+	var w writes
+	var err error
+	if w.operator, err = harness.OperatorWrites(ctx, op); err != nil {
+		return w, err
+	}
+	w.apiserver, err = harness.APIServerWrites(ctx, e.Kube)
+	return w, err
+}
+
+// since is what was written between before and w.
+func (w writes) since(before writes) writes {
+	return writes{operator: harness.Delta(before.operator, w.operator), apiserver: harness.Delta(before.apiserver, w.apiserver)}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

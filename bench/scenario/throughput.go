@@ -13,6 +13,7 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
 )
 
 const (
@@ -20,18 +21,9 @@ const (
 	rawNS        = "bench-raw-jobs"
 )
 
-// Throughput measures the raw rate of creating Jobs with the benchmark client, then creates
+// throughput measures the raw rate of creating Jobs with the benchmark client, then creates
 // Tasks at v1 and times them to Running and to Succeeded, counting the operator's writes.
-func Throughput(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("throughput")
-	r.Err = throughput(ctx, e, s, r)
-	return r
-}
-
-func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
-	if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
-		return err
-	}
+func throughput(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	for _, ns := range []string{throughputNS, rawNS} {
 		if err := e.EnsureNamespace(ctx, ns); err != nil {
 			return err
@@ -43,7 +35,7 @@ func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	// little to do), created exactly as the Tasks will be.
 	e.Logf("creating %d raw Jobs", n)
 	began := time.Now()
-	err := harness.Parallel(ctx, n, s.Workers, func(ctx context.Context, i int) error {
+	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
 		return e.Client.Create(ctx, rawJob(i))
 	})
 	rawDur := time.Since(began)
@@ -51,11 +43,11 @@ func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 		return fmt.Errorf("raw jobs: %w", err)
 	}
 	rawRate := rate(n, rawDur)
-	r.Addf("raw Job creates/s", fmt.Sprintf("%d suspended Jobs, %d workers, client QPS %g", n, s.Workers, e.Cfg.QPS), "%.0f", rawRate)
+	r.Addf("raw Job creates/s", fmt.Sprintf("%d suspended Jobs, %d workers, client QPS %g", n, e.Workers, e.Cfg.QPS), "%.0f", rawRate)
 	if err := e.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(rawNS), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return fmt.Errorf("delete raw jobs: %w", err)
 	}
-	if err := harness.Poll(ctx, timeoutFor(n, time.Minute, 50*time.Millisecond), "raw Job deletion", func() (bool, error) {
+	if err := testenv.Poll(ctx, timeoutFor(n, time.Minute, 50*time.Millisecond), 0, "raw Job deletion", func(ctx context.Context) (bool, error) {
 		var jobs batchv1.JobList
 		err := e.Client.List(ctx, &jobs, client.InNamespace(rawNS), client.Limit(1))
 		return err == nil && len(jobs.Items) == 0, err
@@ -64,11 +56,7 @@ func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	}
 
 	op := e.Operators()[0]
-	opBefore, err := op.Writes(ctx)
-	if err != nil {
-		return err
-	}
-	apiBefore, err := harness.APIServerWrites(ctx, e.Kube)
+	before, err := countWrites(ctx, e, op)
 	if err != nil {
 		return err
 	}
@@ -76,7 +64,7 @@ func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	defer tr.Stop()
 	e.Logf("creating %d Tasks", n)
 	began = time.Now()
-	if _, err := e.CreateTasks(ctx, throughputNS, "t", n, s.Workers, false, nil); err != nil {
+	if _, err := e.CreateTasks(ctx, throughputNS, "t", n, e.Workers, false, nil); err != nil {
 		return err
 	}
 	createDur := time.Since(began)
@@ -95,18 +83,15 @@ func throughput(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 
 	// Events are sent asynchronously; give the last ones a moment to land.
 	time.Sleep(3 * time.Second)
-	opAfter, err := op.Writes(ctx)
+	after, err := countWrites(ctx, e, op)
 	if err != nil {
 		return err
 	}
-	apiAfter, err := harness.APIServerWrites(ctx, e.Kube)
-	if err != nil {
-		return err
-	}
-	opWrites := harness.Delta(opBefore, opAfter)
+	written := after.since(before)
+	opWrites := written.operator
 	perTask := harness.Sum(opWrites) / float64(n)
 	r.Addf("operator API writes per Task", "operator's rest_client_requests_total: "+methods(opWrites), "%.2f", perTask)
-	api := harness.Delta(apiBefore, apiAfter)
+	api := written.apiserver
 	r.Addf("apiserver writes per Task, tasks", "all clients, bench's own creates included: "+pick(api, "example.com/tasks"), "%.2f", sumPrefix(api, "example.com/tasks")/float64(n))
 	r.Addf("apiserver writes per Task, jobs", "all clients (Job controller too): "+pick(api, "batch/jobs"), "%.2f", sumPrefix(api, "batch/jobs")/float64(n))
 	r.Addf("write-rate utilisation", "(Tasks/s × writes per Task) ÷ raw Job creates/s", "%.3f", tasksPerSec*perTask/rawRate)
@@ -154,17 +139,8 @@ func pick(m map[string]float64, prefix string) string {
 	return methods(out)
 }
 
-// Idle counts the operator's writes while the throughput run's Tasks rest, finished.
-func Idle(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("idle")
-	r.Err = idle(ctx, e, s, r)
-	return r
-}
-
-func idle(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
-	if err := e.EnsureOperators(ctx, 1, false, false); err != nil {
-		return err
-	}
+// idle counts the operator's writes while the throughput run's Tasks rest, finished.
+func idle(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	if err := e.EnsureNamespace(ctx, throughputNS); err != nil {
 		return err
 	}
@@ -174,14 +150,7 @@ func idle(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 		return err
 	}
 	if len(tasks.Items) < s.Tasks {
-		tr := e.Track(ctx, throughputNS)
-		if _, err := e.CreateTasks(ctx, throughputNS, "t", s.Tasks, s.Workers, true, nil); err != nil {
-			tr.Stop()
-			return err
-		}
-		err := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 2*time.Minute, time.Second))
-		tr.Stop()
-		if err != nil {
+		if err := runTasks(ctx, e, throughputNS, "t", s.Tasks); err != nil {
 			return err
 		}
 	}
@@ -197,51 +166,35 @@ func idle(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	}
 	time.Sleep(5 * time.Second) // let trailing Events land
 	op := e.Operators()[0]
-	opBefore, err := op.Writes(ctx)
+	before, err := countWrites(ctx, e, op)
 	if err != nil {
 		return err
 	}
-	apiBefore, err := harness.APIServerWrites(ctx, e.Kube)
-	if err != nil {
-		return err
-	}
-	e.Logf("counting writes at rest for %s (%d Tasks, %d finished)", s.Idle, len(all.Items), finished)
+	e.Logf("counting writes at rest for %s (%d Tasks, %d finished)", s.Gap, len(all.Items), finished)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(s.Idle):
+	case <-time.After(s.Gap):
 	}
-	opAfter, err := op.Writes(ctx)
+	after, err := countWrites(ctx, e, op)
 	if err != nil {
 		return err
 	}
-	apiAfter, err := harness.APIServerWrites(ctx, e.Kube)
-	if err != nil {
-		return err
-	}
+	written := after.since(before)
 	r.Addf("Tasks at rest", "cluster-wide, finished", "%d (%d finished)", len(all.Items), finished)
-	r.Addf("window", "", "%s", s.Idle)
-	opWrites := harness.Delta(opBefore, opAfter)
+	r.Addf("window", "", "%s", s.Gap)
+	opWrites := written.operator
 	r.Violation("operator writes at rest", int(harness.Sum(opWrites)), "operator's rest_client_requests_total: "+methods(opWrites))
-	api := harness.Delta(apiBefore, apiAfter)
+	api := written.apiserver
 	r.Addf("apiserver writes to tasks/jobs at rest", "all clients: "+pick(api, "example.com/tasks")+"; "+pick(api, "batch/jobs"),
 		"%.0f", sumPrefix(api, "example.com/tasks")+sumPrefix(api, "batch/jobs"))
 	return nil
 }
 
-// Memory starts a fresh operator, runs MemoryTasks Tasks to completion and reads the process's
+// memory, on a fresh operator, runs s.Tasks Tasks to completion and reads the process's
 // peak RSS, with every Task and Job of the cluster in its cache.
-func Memory(ctx context.Context, e *harness.Env, s Sizes) *Result {
-	r := newResult("memory")
-	r.Err = memory(ctx, e, s, r)
-	return r
-}
-
-func memory(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
+func memory(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-memory"
-	if err := e.EnsureOperators(ctx, 1, false, true); err != nil {
-		return err
-	}
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
 		return err
 	}
@@ -253,11 +206,11 @@ func memory(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	r.Addf("peak RSS after start-up", "VmHWM, before the scenario's Tasks", "%.1f MiB", mib(hwm0))
 	tr := e.Track(ctx, ns)
 	defer tr.Stop()
-	e.Logf("creating %d Tasks", s.MemoryTasks)
-	if _, err := e.CreateTasks(ctx, ns, "m", s.MemoryTasks, s.Workers, false, nil); err != nil {
+	e.Logf("creating %d Tasks", s.Tasks)
+	if _, err := e.CreateTasks(ctx, ns, "m", s.Tasks, e.Workers, false, nil); err != nil {
 		return err
 	}
-	if err := tr.WaitTerminal(ctx, s.MemoryTasks, timeoutFor(s.MemoryTasks, 2*time.Minute, time.Second)); err != nil {
+	if err := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 2*time.Minute, time.Second)); err != nil {
 		return err
 	}
 	_, last := tr.Last()
@@ -276,7 +229,7 @@ func memory(ctx context.Context, e *harness.Env, s Sizes, r *Result) error {
 	if err := e.Client.List(ctx, &jobs); err != nil {
 		return err
 	}
-	r.Addf("Tasks run", fmt.Sprintf("all Succeeded after %s", secs(last)), "%d", s.MemoryTasks)
+	r.Addf("Tasks run", fmt.Sprintf("all Succeeded after %s", secs(last)), "%d", s.Tasks)
 	r.Addf("Tasks / Jobs in the cluster", "all cached by the operator", "%d / %d", len(tasks.Items), len(jobs.Items))
 	r.Addf("peak RSS (VmHWM)", fmt.Sprintf("pid %d, /proc/<pid>/status", op.PID()), "%.1f MiB", mib(hwm))
 	r.Addf("RSS now (VmRSS)", "", "%.1f MiB", mib(rss))

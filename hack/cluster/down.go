@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 // daemonStopTimeout covers the daemon's own graceful Stop of all components.
@@ -39,14 +40,17 @@ func stopCluster(dir string) error {
 	var errs []error
 	if pid, ok := daemonPID(dir); ok {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		if !waitFor(daemonStopTimeout, func() bool { return !daemonAlive(dir, pid) }) {
+		stopped := testenv.Poll(context.Background(), daemonStopTimeout, 0, "the daemon to stop", func(context.Context) (bool, error) {
+			return !daemonAlive(dir, pid), nil
+		})
+		if stopped != nil {
 			errs = append(errs, fmt.Errorf("daemon (pid %d) ignored SIGTERM for %s; killing it", pid, daemonStopTimeout))
-			errs = append(errs, controlplane.KillGroup(pid, dir, 10*time.Second))
+			errs = append(errs, testenv.KillGroup(pid, dir, 10*time.Second))
 		}
 	}
 	marker := filepath.Join(dir, runDir)
 	for pid := range leftoverPIDs(dir, marker) {
-		errs = append(errs, controlplane.KillGroup(pid, marker, 10*time.Second))
+		errs = append(errs, testenv.KillGroup(pid, marker, 10*time.Second))
 	}
 	for _, f := range []string{readyFile, pidFile, pidsFile, kubeconfigFile, runDir} {
 		errs = append(errs, removeIfExists(filepath.Join(dir, f)))
@@ -65,7 +69,7 @@ func leftoverPIDs(dir, marker string) map[int]bool {
 			}
 		}
 	}
-	if found, err := controlplane.FindProcesses(marker, 0); err == nil {
+	if found, err := testenv.FindProcesses(marker, 0); err == nil {
 		for pid := range found {
 			pids[pid] = true
 		}
@@ -90,7 +94,7 @@ func daemonPID(dir string) (int, bool) {
 
 // daemonAlive reports whether pid is a live `serve` daemon for dir.
 func daemonAlive(dir string, pid int) bool {
-	if !controlplane.ProcessAlive(pid) {
+	if !testenv.ProcessAlive(pid) {
 		return false
 	}
 	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))

@@ -1,4 +1,4 @@
-package controlplane
+package testenv
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 // pipe reaches EOF exactly when the harness dies. On EOF without a prior
 // "release" it kills the process group of every watched pid and removes the
 // listed paths.
-const watchdogEnv = "E2E_CONTROLPLANE_WATCHDOG"
+const watchdogEnv = "TESTENV_WATCHDOG"
 
 func init() {
 	if os.Getenv(watchdogEnv) != "1" || len(os.Args) < 3 {
@@ -80,7 +80,7 @@ func startWatchdog(dir, logPath string) (*watchdog, error) {
 	defer r.Close()
 	env := append(os.Environ(), watchdogEnv+"=1")
 	// /proc/self/exe still works when `go run` has deleted the binary.
-	p, err := startProc("watchdog", "/proc/self/exe", []string{"watchdog", dir}, env, logPath, r)
+	p, err := startProc(procSpec{name: "watchdog", bin: "/proc/self/exe", args: []string{"watchdog", dir}, env: env, logPath: logPath, stdin: r})
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -107,10 +107,8 @@ func (wd *watchdog) removeOnCrash(path string) error {
 func (wd *watchdog) release() error {
 	_, _ = io.WriteString(wd.pipe, "release\n")
 	wd.pipe.Close()
-	select {
-	case <-wd.proc.done:
+	if wd.proc.wait(5 * time.Second) {
 		return nil
-	case <-time.After(5 * time.Second):
-		return wd.proc.stop(0)
 	}
+	return wd.proc.kill()
 }

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 // serve is the daemon: it runs the control plane until SIGTERM (from down)
@@ -31,7 +31,7 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
-	cp, err := controlplane.Start(ctx, controlplane.Options{
+	cp, err := testenv.Start(ctx, testenv.Options{
 		Full:         true,
 		Nodes:        nodes,
 		Dir:          filepath.Join(dir, runDir),
@@ -56,7 +56,7 @@ func serve(args []string) error {
 
 // publish writes what `up` and `down` read; the ready file comes last
 // because `up` takes it as the signal that the kubeconfig is in place.
-func publish(dir string, cp *controlplane.ControlPlane) error {
+func publish(dir string, cp *testenv.ControlPlane) error {
 	if err := cp.WriteKubeconfig(filepath.Join(dir, kubeconfigFile)); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func publish(dir string, cp *controlplane.ControlPlane) error {
 
 // watch returns nil on a stop signal and an error when a component dies;
 // a half-dead cluster is worse than none.
-func watch(ctx context.Context, cp *controlplane.ControlPlane) error {
+func watch(ctx context.Context, cp *testenv.ControlPlane) error {
 	ticker := time.NewTicker(2 * time.Second)
 	defer ticker.Stop()
 	for {

@@ -2,8 +2,8 @@
 // kube-controller-manager, kube-scheduler, KWOK with fake Nodes, the
 // project's CRDs) in the background, for a person to use with kubectl:
 //
-//	eval "$(go run ./e2e/cmd/cluster up)"     # prints: export KUBECONFIG=<path>
-//	go run ./e2e/cmd/cluster down
+//	eval "$(go run ./hack/cluster up)"     # prints: export KUBECONFIG=<path>
+//	go run ./hack/cluster down
 //
 // Both take --dir (default <repo>/.cache/cluster) for the state: the pid
 // files, the kubeconfig, etcd's data and the logs (logs/, daemon.log).
@@ -17,9 +17,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 // Files in the state directory.
@@ -78,7 +77,7 @@ func stateFlags(name string, args []string, extra func(*flag.FlagSet)) (string, 
 
 func resolveStateDir(dir string) (string, error) {
 	if dir == "" {
-		root, err := controlplane.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			return "", err
 		}
@@ -89,23 +88,6 @@ func resolveStateDir(dir string) (string, error) {
 		return "", fmt.Errorf("resolve state dir: %w", err)
 	}
 	return abs, nil
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 func removeIfExists(path string) error {

@@ -1,4 +1,4 @@
-package controlplane
+package testenv
 
 import (
 	"errors"
@@ -126,23 +126,4 @@ func (opts Options) checkBinaries() error {
 			opts.BinDir, errors.Join(missing...))
 	}
 	return nil
-}
-
-// RepoRoot returns the nearest directory at or above the working directory
-// that holds a go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repo root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repo root: no go.mod at or above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -1,16 +1,15 @@
-package controlplane
+package testenv
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -22,7 +21,7 @@ const (
 	logTailLines = 50
 	// adminUser is the system:masters identity of the kubeconfig and of the
 	// controller-manager, scheduler and KWOK.
-	adminUser = "e2e-admin"
+	adminUser = "testenv-admin"
 )
 
 // ControlPlane is a running local control plane. Stop it when done.
@@ -48,6 +47,9 @@ type ControlPlane struct {
 	envPIDs    map[string]int // etcd and kube-apiserver, started by envtest
 	procs      []*proc        // started by us
 	watchdog   *watchdog
+
+	etcdMu sync.Mutex
+	etcd   *clientv3.Client // see Etcd
 
 	stopOnce sync.Once
 	stopErr  error
@@ -152,7 +154,7 @@ func (cp *ControlPlane) Stop() error {
 func (cp *ControlPlane) stop() error {
 	// Clients of the apiserver go first so they don't spend their shutdown
 	// retrying against a vanished apiserver.
-	errs := []error{stopAll(cp.procs, stopGrace)}
+	errs := []error{cp.closeEtcd(), stopAll(cp.procs, stopGrace)}
 	if cp.env != nil {
 		if err := cp.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop envtest: %w", err))
@@ -180,61 +182,12 @@ func (cp *ControlPlane) stop() error {
 	return errors.Join(errs...)
 }
 
-// PIDs returns the pid of every process the control plane started, by
-// component name ("watchdog" included). The values stay available after Stop.
-func (cp *ControlPlane) PIDs() map[string]int {
-	pids := maps.Clone(cp.envPIDs)
-	for _, p := range cp.procs {
-		pids[p.name] = p.pid()
+// Mode is "full" or "api-only".
+func (cp *ControlPlane) Mode() string {
+	if cp.opts.Full {
+		return "full"
 	}
-	if cp.watchdog != nil {
-		pids["watchdog"] = cp.watchdog.proc.pid()
-	}
-	return pids
-}
-
-// Alive returns nil while every component still runs, else an error naming
-// the first one that exited, with the end of its log.
-func (cp *ControlPlane) Alive() error {
-	for _, name := range []string{Etcd, KubeAPIServer} {
-		if pid, ok := cp.envPIDs[name]; ok && !ProcessAlive(pid) {
-			return cp.componentError(name, errors.New("exited unexpectedly"))
-		}
-	}
-	for _, p := range cp.procs {
-		if exited, err := p.exitErr(); exited {
-			return cp.componentError(p.name, fmt.Errorf("exited unexpectedly: %w", err))
-		}
-	}
-	return nil
-}
-
-// Components lists the components of this control plane in start order.
-func (cp *ControlPlane) Components() []string {
-	names := []string{Etcd, KubeAPIServer}
-	for _, p := range cp.procs {
-		names = append(names, p.name)
-	}
-	return names
-}
-
-// Logs returns the whole log of a component ("" if it has none).
-func (cp *ControlPlane) Logs(component string) string {
-	data, err := os.ReadFile(cp.logPath(component))
-	if err != nil {
-		return ""
-	}
-	return string(data)
-}
-
-// TailLogs returns the last lines of every component's log, for failure
-// reports.
-func (cp *ControlPlane) TailLogs(lines int) string {
-	var b strings.Builder
-	for _, name := range cp.Components() {
-		fmt.Fprintf(&b, "==> %s <==\n%s\n", cp.logPath(name), tail(cp.Logs(name), lines))
-	}
-	return b.String()
+	return "api-only"
 }
 
 // WriteKubeconfig writes the admin kubeconfig to path.
@@ -256,26 +209,4 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, paths ...string) error 
 		return fmt.Errorf("install CRDs from %v: %w", paths, err)
 	}
 	return nil
-}
-
-func (cp *ControlPlane) logPath(component string) string {
-	return filepath.Join(cp.LogDir, component+".log")
-}
-
-// componentError attributes err to a component and quotes the end of the
-// logs of logsOf (default: the component itself).
-func (cp *ControlPlane) componentError(component string, err error, logsOf ...string) error {
-	if len(logsOf) == 0 {
-		logsOf = []string{component}
-	}
-	var b strings.Builder
-	for _, name := range logsOf {
-		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), tail(cp.Logs(name), logTailLines))
-	}
-	return fmt.Errorf("%s: %w%s", component, err, b.String())
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

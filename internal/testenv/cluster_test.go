@@ -1,4 +1,4 @@
-package controlplane_test
+package testenv_test
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 func TestFullStartup(t *testing.T) {
-	cp, cs := fullCluster(t)
+	cp, cs, _ := fullCluster(t)
 	t.Logf("full control plane startup took %s", cp.StartedIn)
 	if err := cp.Alive(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{controlplane.Etcd, controlplane.KubeAPIServer, controlplane.KubeControllerManager, controlplane.KubeScheduler, controlplane.KWOK, "watchdog"} {
+	for _, name := range []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeControllerManager, testenv.KubeScheduler, testenv.KWOK, "watchdog"} {
 		if cp.PIDs()[name] == 0 {
 			t.Errorf("no pid recorded for %s: %v", name, cp.PIDs())
 		}
@@ -37,8 +37,7 @@ func TestFullStartup(t *testing.T) {
 
 func TestJobCompletes(t *testing.T) {
 	t.Parallel()
-	_, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
+	_, cs, ns := fullCluster(t)
 	job := createJob(t, cs, ns, nil, nil)
 
 	waitJobCondition(t, cs, job, batchv1.JobComplete)
@@ -54,16 +53,15 @@ func TestJobCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pod's node: %v", err)
 	}
-	if node.Labels[controlplane.NodeTypeLabel] != controlplane.NodeTypeKWOK {
+	if node.Labels[testenv.NodeTypeLabel] != testenv.NodeTypeKWOK {
 		t.Errorf("pod ran on %s, not on a fake node", node.Name)
 	}
 }
 
 func TestJobFailsAfterBackoffLimit(t *testing.T) {
 	t.Parallel()
-	_, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
-	job := createJob(t, cs, ns, map[string]string{controlplane.OutcomeLabel: controlplane.OutcomeFail}, func(j *batchv1.Job) {
+	_, cs, ns := fullCluster(t)
+	job := createJob(t, cs, ns, map[string]string{testenv.OutcomeLabel: testenv.OutcomeFail}, func(j *batchv1.Job) {
 		j.Spec.BackoffLimit = new(int32(1))
 	})
 
@@ -91,13 +89,12 @@ func TestJobFailsAfterBackoffLimit(t *testing.T) {
 // deletes it, which exercises the terminate and remove stages.
 func TestHangingJobHitsDeadline(t *testing.T) {
 	t.Parallel()
-	_, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
-	job := createJob(t, cs, ns, map[string]string{controlplane.OutcomeLabel: controlplane.OutcomeHang}, func(j *batchv1.Job) {
+	_, cs, ns := fullCluster(t)
+	job := createJob(t, cs, ns, map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang}, func(j *batchv1.Job) {
 		j.Spec.ActiveDeadlineSeconds = new(int64(3))
 	})
 
-	eventually(t, "the pod to be Running", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the pod to be Running", func(ctx context.Context) (bool, error) {
 		pods := jobPods(t, cs, job)
 		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning, fmt.Errorf("pods: %v", podPhases(pods))
 	})
@@ -105,7 +102,7 @@ func TestHangingJobHitsDeadline(t *testing.T) {
 	if cond.Reason != batchv1.JobReasonDeadlineExceeded {
 		t.Errorf("Failed reason = %q, want %q", cond.Reason, batchv1.JobReasonDeadlineExceeded)
 	}
-	eventually(t, "the deleted pod to be gone", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the deleted pod to be gone", func(ctx context.Context) (bool, error) {
 		pods := jobPods(t, cs, job)
 		return len(pods) == 0, fmt.Errorf("pods: %v", podPhases(pods))
 	})
@@ -114,12 +111,11 @@ func TestHangingJobHitsDeadline(t *testing.T) {
 // A deleted pod carrying a foreign finalizer is still removed.
 func TestDeletedPodIsRemoved(t *testing.T) {
 	t.Parallel()
-	_, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
+	_, cs, ns := fullCluster(t)
 	pod, err := cs.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       "sleeper",
-			Labels:     map[string]string{controlplane.OutcomeLabel: controlplane.OutcomeHang},
+			Labels:     map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang},
 			Finalizers: []string{"e2e.example.com/test"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/sleeper"}}},
@@ -128,7 +124,7 @@ func TestDeletedPodIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := cs.CoreV1().Pods(ns)
-	eventually(t, "the pod to be Running", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the pod to be Running", func(ctx context.Context) (bool, error) {
 		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -138,7 +134,7 @@ func TestDeletedPodIsRemoved(t *testing.T) {
 	if err := pods.Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod to be gone", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the pod to be gone", func(ctx context.Context) (bool, error) {
 		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -152,8 +148,7 @@ func TestDeletedPodIsRemoved(t *testing.T) {
 
 func TestGarbageCollection(t *testing.T) {
 	t.Parallel()
-	_, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
+	_, cs, ns := fullCluster(t)
 	cms := cs.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -171,7 +166,7 @@ func TestGarbageCollection(t *testing.T) {
 	if err := cms.Delete(t.Context(), owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the dependent to be garbage-collected", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the dependent to be garbage-collected", func(ctx context.Context) (bool, error) {
 		_, err := cms.Get(ctx, "dependent", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -204,7 +199,7 @@ func createJob(t *testing.T, cs kubernetes.Interface, ns string, podLabels map[s
 func waitJobCondition(t *testing.T, cs kubernetes.Interface, job *batchv1.Job, want batchv1.JobConditionType) batchv1.JobCondition {
 	t.Helper()
 	var found batchv1.JobCondition
-	eventually(t, fmt.Sprintf("job %s/%s %s", job.Namespace, job.Name, want), func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, fmt.Sprintf("job %s/%s %s", job.Namespace, job.Name, want), func(ctx context.Context) (bool, error) {
 		j, err := cs.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err

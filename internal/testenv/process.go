@@ -1,7 +1,8 @@
-package controlplane
+package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -30,25 +31,40 @@ type proc struct {
 	reaped bool
 }
 
-// startProc starts bin with its stdout and stderr written to logPath and
-// stdin read from stdin (nil: /dev/null).
-func startProc(name, bin string, args, env []string, logPath string, stdin *os.File) (*proc, error) {
-	logFile, err := os.Create(logPath)
+// procSpec says how to start a process.
+type procSpec struct {
+	name    string
+	bin     string
+	args    []string
+	env     []string // the whole environment
+	logPath string   // receives stdout and stderr
+	stdin   *os.File // nil: /dev/null
+	// diesWithParent has the kernel SIGKILL the process when the thread that started it
+	// ends, for processes no watchdog covers.
+	diesWithParent bool
+}
+
+// startProc starts a process in a new process group.
+func startProc(spec procSpec) (*proc, error) {
+	logFile, err := os.Create(spec.logPath)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: open log: %w", name, err)
+		return nil, fmt.Errorf("start %s: open log: %w", spec.name, err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
+	cmd := exec.Command(spec.bin, spec.args...)
+	cmd.Env = spec.env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if stdin != nil {
-		cmd.Stdin = stdin
+	if spec.stdin != nil {
+		cmd.Stdin = spec.stdin
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.diesWithParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, fmt.Errorf("start %s: %w", spec.name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &proc{name: spec.name, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		defer logFile.Close()
@@ -98,29 +114,52 @@ func (p *proc) exitErr() (exited bool, err error) {
 	}
 }
 
-// stop asks the process group to terminate and kills it after grace.
+// errKilled says that a process ignored SIGTERM for its whole grace period.
+var errKilled = errors.New("killed: still running after SIGTERM and the grace period")
+
+// stop asks the process group to terminate and kills it after grace; the error wraps
+// errKilled when it took SIGKILL.
 func (p *proc) stop(grace time.Duration) error {
 	p.signalGroup(syscall.SIGTERM)
-	select {
-	case <-p.done:
+	if p.wait(grace) {
 		return nil
-	case <-time.After(grace):
 	}
+	if err := p.kill(); err != nil {
+		return err
+	}
+	return fmt.Errorf("stop %s: %w", p.name, errKilled)
+}
+
+// kill sends SIGKILL to the process group and waits for the leader to be reaped.
+func (p *proc) kill() error {
 	p.signalGroup(syscall.SIGKILL)
+	if !p.wait(10 * time.Second) {
+		return fmt.Errorf("stop %s: pid %d did not exit after SIGKILL", p.name, p.pid())
+	}
+	return nil
+}
+
+// wait reports whether the process ends within d.
+func (p *proc) wait(d time.Duration) bool {
 	select {
 	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("stop %s: pid %d did not exit after SIGKILL", p.name, p.pid())
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
-// stopAll stops procs concurrently: each may spend its grace period.
+// stopAll stops procs concurrently: each may spend its grace period. A component that needed
+// SIGKILL is not an error: it is gone all the same.
 func stopAll(procs []*proc, grace time.Duration) error {
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
-		wg.Go(func() { errs[i] = p.stop(grace) })
+		wg.Go(func() {
+			if err := p.stop(grace); !errors.Is(err, errKilled) {
+				errs[i] = err
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -206,12 +245,42 @@ func KillGroup(pid int, marker string, timeout time.Duration) error {
 
 // waitGone polls until pid no longer runs.
 func waitGone(pid int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for ProcessAlive(pid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pid %d still running after %s", pid, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	return Poll(context.Background(), timeout, 20*time.Millisecond, fmt.Sprintf("pid %d to exit", pid), func(context.Context) (bool, error) {
+		return !ProcessAlive(pid), nil
+	})
+}
+
+// ProcessMemory reads a process's peak resident set (VmHWM) and its resident set now (VmRSS)
+// from /proc/<pid>/status, in bytes.
+func ProcessMemory(pid int) (peak, now int64, err error) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("memory of pid %d: %w", pid, err)
 	}
-	return nil
+	for line := range strings.Lines(string(data)) {
+		key, value, _ := strings.Cut(line, ":")
+		switch key {
+		case "VmHWM":
+			peak, err = parseKiB(value)
+		case "VmRSS":
+			now, err = parseKiB(value)
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("memory of pid %d: %s: %w", pid, key, err)
+		}
+	}
+	if peak == 0 {
+		return 0, 0, fmt.Errorf("memory of pid %d: no VmHWM in /proc status", pid)
+	}
+	return peak, now, nil
+}
+
+// parseKiB reads a /proc status value such as "  123456 kB" as bytes.
+func parseKiB(value string) (int64, error) {
+	fields := strings.Fields(value)
+	if len(fields) == 0 {
+		return 0, errors.New("empty value")
+	}
+	kib, err := strconv.ParseInt(fields[0], 10, 64)
+	return kib * 1024, err
 }

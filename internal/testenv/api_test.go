@@ -1,4 +1,4 @@
-package controlplane_test
+package testenv_test
 
 import (
 	"bytes"
@@ -23,15 +23,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"example.com/task-operator/e2e/controlplane"
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/testenv"
 )
 
 func TestAPIOnlyStartStop(t *testing.T) {
 	t.Parallel()
-	cp := controlplane.StartT(t, controlplane.Options{}) // logs the startup time
+	cp := testenv.StartT(t, testenv.Options{}) // logs the startup time
 
 	pids := cp.PIDs()
-	if got := slices.Sorted(maps.Keys(pids)); !slices.Equal(got, []string{controlplane.Etcd, controlplane.KubeAPIServer, "watchdog"}) {
+	if got := slices.Sorted(maps.Keys(pids)); !slices.Equal(got, []string{testenv.Etcd, testenv.KubeAPIServer, "watchdog"}) {
 		t.Errorf("processes = %v, want etcd, kube-apiserver and the watchdog", pids)
 	}
 	if !strings.HasPrefix(cp.EtcdEndpoint, "http://127.0.0.1:") {
@@ -57,17 +58,17 @@ func TestAPIOnlyStartStop(t *testing.T) {
 	}
 }
 
-func assertTaskCRDServed(t *testing.T, cp *controlplane.ControlPlane) {
+func assertTaskCRDServed(t *testing.T, cp *testenv.ControlPlane) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
+	resources, err := cs.Discovery().ServerResourcesForGroupVersion(taskv1.GroupVersion.String())
 	if err != nil {
 		t.Fatalf("discover example.com/v1: %v", err)
 	}
-	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "tasks" }) {
+	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == taskv1.Resource }) {
 		t.Errorf("tasks not served at example.com/v1: %+v", resources.APIResources)
 	}
 }
@@ -90,8 +91,7 @@ func assertKubeconfigWorks(t *testing.T, path string) {
 
 func TestEtcdStoresConfigMapAsProtobuf(t *testing.T) {
 	t.Parallel()
-	cp, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
+	cp, cs, ns := fullCluster(t)
 	_, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "raw-read"},
 		Data:       map[string]string{"greeting": "hello"},
@@ -110,15 +110,14 @@ func TestEtcdStoresConfigMapAsProtobuf(t *testing.T) {
 	if !bytes.Contains(raw, []byte("raw-read")) || !bytes.Contains(raw, []byte("hello")) {
 		t.Errorf("stored ConfigMap lacks its name or data: %q", raw)
 	}
-	if _, err := cp.EtcdGet(t.Context(), "/registry/configmaps/"+ns+"/absent"); !errors.Is(err, controlplane.ErrKeyNotFound) {
+	if _, err := cp.EtcdGet(t.Context(), "/registry/configmaps/"+ns+"/absent"); !errors.Is(err, testenv.ErrKeyNotFound) {
 		t.Errorf("EtcdGet(absent) error = %v, want ErrKeyNotFound", err)
 	}
 }
 
 func TestEtcdStoresCustomResourceAsJSON(t *testing.T) {
 	t.Parallel()
-	cp, cs := fullCluster(t)
-	ns := newNamespace(t, cs)
+	cp, _, ns := fullCluster(t)
 	if err := cp.InstallCRDs(t.Context(), filepath.Join("testdata", "widgets.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -151,15 +150,19 @@ func TestEtcdStoresCustomResourceAsJSON(t *testing.T) {
 	if stored.APIVersion != "e2e.example.com/v1" || stored.Spec["size"] != "large" {
 		t.Errorf("stored Widget = %s", raw)
 	}
-	keys, err := cp.EtcdKeys(t.Context(), "/registry/e2e.example.com/widgets/")
-	if err != nil || !slices.Contains(keys, "/registry/e2e.example.com/widgets/"+ns+"/w1") {
-		t.Errorf("EtcdKeys = %v, %v; want the widget's key", keys, err)
+	objs, _, err := cp.StoredObjects(t.Context(), "/registry/e2e.example.com/widgets/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(objs, func(o testenv.StoredObject) bool { return o.Key == ns+"/w1" })
+	if i < 0 || objs[i].APIVersion() != "e2e.example.com/v1" || objs[i].ModRevision == 0 {
+		t.Errorf("StoredObjects = %+v; want the widget, stored at e2e.example.com/v1", objs)
 	}
 }
 
 func TestMissingBinariesFailClearly(t *testing.T) {
 	t.Parallel()
-	_, err := controlplane.Start(t.Context(), controlplane.Options{Full: true, BinDir: t.TempDir()})
+	_, err := testenv.Start(t.Context(), testenv.Options{Full: true, BinDir: t.TempDir()})
 	if err == nil {
 		t.Fatal("Start succeeded without binaries")
 	}
@@ -173,6 +176,9 @@ func TestMissingBinariesFailClearly(t *testing.T) {
 // A harness that dies without Stop (SIGKILL here; a panic in a goroutine or
 // `go test -timeout` alike) must not leave its processes behind.
 func TestWatchdogCleansUpAfterCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane; skipped with -short")
+	}
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashHelperEnv+"=1")
@@ -183,9 +189,9 @@ func TestWatchdogCleansUpAfterCrash(t *testing.T) {
 	if err := json.Unmarshal(out, &report); err != nil || len(report.PIDs) < 3 {
 		t.Fatalf("crash helper reported %q (%v); stderr:\n%s", out, err, stderr.String())
 	}
-	eventually(t, "the crashed harness's processes and state to be gone", func(context.Context) (bool, error) {
+	testenv.Eventually(t, waitTimeout, "the crashed harness's processes and state to be gone", func(context.Context) (bool, error) {
 		for name, pid := range report.PIDs {
-			if controlplane.ProcessAlive(pid) {
+			if testenv.ProcessAlive(pid) {
 				return false, fmt.Errorf("%s (pid %d) still running", name, pid)
 			}
 		}

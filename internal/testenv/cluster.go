@@ -1,4 +1,4 @@
-package controlplane
+package testenv
 
 import (
 	"context"
@@ -129,7 +129,7 @@ func (cp *ControlPlane) startComponent(name string, args []string) error {
 		// change the stages.
 		env = append(env, "HOME="+cp.Dir)
 	}
-	p, err := startProc(name, filepath.Join(cp.opts.BinDir, name), args, env, cp.logPath(name), nil)
+	p, err := startProc(procSpec{name: name, bin: filepath.Join(cp.opts.BinDir, name), args: args, env: env, logPath: cp.logPath(name)})
 	if err != nil {
 		return err
 	}
@@ -271,33 +271,21 @@ func smokePod() *corev1.Pod {
 	}
 }
 
-const pollInterval = 100 * time.Millisecond
-
-// poll calls check until it reports done, a component dies or ctx ends; a
-// timeout is blamed on component, whose log the error quotes.
-func (cp *ControlPlane) poll(ctx context.Context, component, what string, check func(context.Context) (bool, error)) error {
-	var lastErr error
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
-		if err := cp.Alive(); err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		done, err := check(ctx)
-		if done {
-			return nil
-		}
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			msg := fmt.Sprintf("%s: not done before the start timeout", what)
-			if lastErr != nil {
-				msg += fmt.Sprintf(" (last error: %v)", lastErr)
-			}
-			return cp.componentError(component, errors.New(msg))
-		case <-ticker.C:
-		}
+// poll waits for check while every component stays alive, until the start-up deadline that
+// ctx carries; a timeout is blamed on component, whose log the error quotes.
+func (cp *ControlPlane) poll(ctx context.Context, component, what string, check Condition) error {
+	timeout := cp.opts.StartTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
 	}
+	err := Poll(ctx, timeout, 100*time.Millisecond, what, func(ctx context.Context) (bool, error) {
+		if err := cp.Alive(); err != nil {
+			return false, Permanent(err)
+		}
+		return check(ctx)
+	})
+	if err == nil || errors.As(err, new(permanentError)) {
+		return err
+	}
+	return cp.componentError(component, err)
 }

@@ -10,9 +10,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"example.com/task-operator/internal/testenv"
 )
 
 // up starts the daemon unless one already runs, waits until the cluster is
@@ -84,28 +85,20 @@ func startDaemon(dir string, nodes int, timeout time.Duration) (int, error) {
 	return pid, nil
 }
 
-// waitReady waits for the daemon's ready file, failing fast when the daemon
-// dies, with the end of its log.
+// waitReady waits for the daemon's ready file, failing fast when the daemon dies, with the end
+// of its log.
 func waitReady(ctx context.Context, dir string, pid int, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		if fileExists(filepath.Join(dir, readyFile)) {
-			return nil
+	err := testenv.Poll(ctx, timeout, 200*time.Millisecond, "the cluster to be ready", func(context.Context) (bool, error) {
+		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
+			return true, nil
 		}
 		if !daemonAlive(dir, pid) {
-			return fmt.Errorf("cluster daemon exited during start-up:\n%s", daemonLogTail(dir))
+			return false, testenv.Permanent(errors.New("the cluster daemon exited during start-up"))
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster not ready: %w\n%s", context.Cause(ctx), daemonLogTail(dir))
-		case <-time.After(200 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, testenv.TailFile(filepath.Join(dir, daemonLog), 60))
 	}
-}
-
-func daemonLogTail(dir string) string {
-	data, _ := os.ReadFile(filepath.Join(dir, daemonLog))
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-60):], "\n")
+	return nil
 }

@@ -1,0 +1,86 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The components of a control plane: the processes it runs, whether they live, what they log.
+
+// Components lists the components of this control plane in start order.
+func (cp *ControlPlane) Components() []string {
+	names := []string{Etcd, KubeAPIServer}
+	for _, p := range cp.procs {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// Logs returns the whole log of a component ("" if it has none).
+func (cp *ControlPlane) Logs(component string) string {
+	data, err := os.ReadFile(cp.logPath(component))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// TailLogs returns the last lines of every component's log, for failure
+// reports.
+func (cp *ControlPlane) TailLogs(lines int) string {
+	var b strings.Builder
+	for _, name := range cp.Components() {
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", cp.logPath(name), Tail(cp.Logs(name), lines))
+	}
+	return b.String()
+}
+
+// PIDs returns the pid of every process the control plane started, by
+// component name ("watchdog" included). The values stay available after Stop.
+func (cp *ControlPlane) PIDs() map[string]int {
+	pids := maps.Clone(cp.envPIDs)
+	for _, p := range cp.procs {
+		pids[p.name] = p.pid()
+	}
+	if cp.watchdog != nil {
+		pids["watchdog"] = cp.watchdog.proc.pid()
+	}
+	return pids
+}
+
+// Alive returns nil while every component still runs, else an error naming
+// the first one that exited, with the end of its log.
+func (cp *ControlPlane) Alive() error {
+	for _, name := range []string{Etcd, KubeAPIServer} {
+		if pid, ok := cp.envPIDs[name]; ok && !ProcessAlive(pid) {
+			return cp.componentError(name, errors.New("exited unexpectedly"))
+		}
+	}
+	for _, p := range cp.procs {
+		if exited, err := p.exitErr(); exited {
+			return cp.componentError(p.name, fmt.Errorf("exited unexpectedly: %w", err))
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) logPath(component string) string {
+	return filepath.Join(cp.LogDir, component+".log")
+}
+
+// componentError attributes err to a component and quotes the end of the
+// logs of logsOf (default: the component itself).
+func (cp *ControlPlane) componentError(component string, err error, logsOf ...string) error {
+	if len(logsOf) == 0 {
+		logsOf = []string{component}
+	}
+	var b strings.Builder
+	for _, name := range logsOf {
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), Tail(cp.Logs(name), logTailLines))
+	}
+	return fmt.Errorf("%s: %w%s", component, err, b.String())
+}

@@ -1,0 +1,126 @@
+package testenv
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/task-operator/conversion"
+)
+
+// ConversionServer serves the product's /convert handler (conversion.NewHandler) in this
+// process on loopback, behind a fresh self-signed certificate: conversion for a CRD while no
+// operator runs.
+type ConversionServer struct {
+	// URL is the https URL of /convert; CABundle is the PEM certificate that signs it.
+	URL      string
+	CABundle []byte
+
+	dir    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartConversionServer starts the server and waits until it listens.
+func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error) {
+	s := &ConversionServer{done: make(chan error, 1)}
+	if s.dir, err = os.MkdirTemp("", "testenv-convert-"); err != nil {
+		return nil, fmt.Errorf("conversion server: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(s.dir)
+		}
+	}()
+	if s.CABundle, err = writeSelfSignedCert(s.dir); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir})
+	srv.Register("/convert", conversion.NewHandler())
+	s.URL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
+
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go func() { s.done <- srv.Start(ctx) }()
+	started := srv.StartedChecker()
+	err = Poll(ctx, 30*time.Second, 50*time.Millisecond, "the conversion server to listen", func(context.Context) (bool, error) {
+		select {
+		case err := <-s.done:
+			return false, Permanent(fmt.Errorf("conversion server: %w", err))
+		default:
+		}
+		return started(nil) == nil, nil
+	})
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the server and removes its certificate.
+func (s *ConversionServer) Close() error {
+	s.cancel()
+	err := <-s.done
+	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 and localhost into dir and
+// returns the certificate, which is its own CA.
+func writeSelfSignedCert(dir string) ([]byte, error) {
+	certPEM, keyPEM, err := selfSignedCert()
+	if err != nil {
+		return nil, fmt.Errorf("self-signed certificate: %w", err)
+	}
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("self-signed certificate: %w", err)
+		}
+	}
+	return certPEM, nil
+}
+
+func selfSignedCert() (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "testenv-conversion-server"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
