@@ -24,7 +24,8 @@ generate: ## Generate deepcopy code for the API types.
 manifests: ## Generate the CRD, RBAC role and webhook configurations under config/.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=task-operator-local-role paths=./webhook/local/... output:rbac:artifacts:config=config/local
 
 .PHONY: fmt
 fmt: ## Format the Go code.
