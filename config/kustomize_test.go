@@ -732,7 +732,27 @@ func TestServerDryRun(t *testing.T) {
 	certManager := render(t, "default-certmanager")
 	dryRun("config/default-certmanager", certManager, func(o object) bool { return o.group() != "cert-manager.io" })
 
+	dryRun("config/migration", render(t, "migration"), all)
+	dryRun("config/network-policy", render(t, "network-policy"), all)
+	dryRun("config/local", render(t, "local"), all)
 	dryRun("config/samples", render(t, "samples"), all, "--namespace=default")
+
+	// The Helm chart, rendered with the Helm SDK, applied for real with server-side apply (as
+	// Helm 4 does), with the network policies on. Its CRD replaces the one from
+	// config/crd/bases, conversion webhook and all.
+	chart := renderChart(t, map[string]any{"networkPolicy": map[string]any{"enabled": true}})
+	out, stderr = kubectl(t, chart.yamlOf(all), kc, "apply", "--server-side", "--field-manager=helm", "--force-conflicts", "-f", "-")
+	t.Logf("helm chart, server-side apply:\n%s%s", out, stderr)
+	if got := strings.Count(out, "serverside-applied"); got != len(chart) {
+		t.Errorf("helm chart: %d of %d objects applied", got, len(chart))
+	}
+	live, _ := kubectl(t, nil, kc, "get", "-n", namespace, "deployment,service,secret,poddisruptionbudget,networkpolicy", "-o", "name")
+	for _, want := range []string{"deployment.apps/" + deploymentName, "service/" + webhookService, "secret/" + webhookSecret,
+		"poddisruptionbudget.policy/" + deploymentName, "networkpolicy.networking.k8s.io/task-operator-allow-webhook-traffic"} {
+		if !strings.Contains(live, want) {
+			t.Errorf("after applying the chart, %s is missing:\n%s", want, live)
+		}
+	}
 }
 
 // checkRBACBindsOnlyManager: every binding rendered binds the manager's ServiceAccount alone.

@@ -10,8 +10,10 @@ import (
 	"runtime/debug"
 )
 
-// version is set at link time; empty in a plain `go build`.
-var version string
+// version and revision are set at link time (make build, make image); empty in a plain
+// `go build`, which records the revision in the build information instead (when it can see
+// the repository).
+var version, revision string
 
 // Info describes the running binary.
 type Info struct {
@@ -23,7 +25,11 @@ type Info struct {
 
 // Get reads the build information of the running binary.
 func Get() Info {
-	return fromBuildInfo(version, readBuildInfo())
+	info := fromBuildInfo(version, readBuildInfo())
+	if info.Revision == "" {
+		info.Revision = revision
+	}
+	return info
 }
 
 func readBuildInfo() *debug.BuildInfo {
