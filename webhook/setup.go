@@ -114,7 +114,7 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 }
 
 // Setup registers /convert, the defaulting and validating webhooks, certificate management
-// and a readiness check that passes once the server is up with a certificate.
+// and readiness checks that pass once the server is up with a certificate the apiserver trusts.
 func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	server := mgr.GetWebhookServer()
 	server.Register("/convert", conversion.NewHandler())
@@ -129,6 +129,14 @@ func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	}
 	if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 		return fmt.Errorf("add webhook readiness check: %w", err)
+	}
+	serving := fileCertificate(o.CertDir)
+	if o.SelfManagedCerts {
+		serving = func() (*tls.Certificate, error) { return served.GetCertificate(nil) }
+	}
+	trust := newTrustGate(mgr.GetAPIReader(), o, o.certOptions().DNSNames[0], serving)
+	if err := mgr.AddReadyzCheck("webhook-trusted", trust.check); err != nil {
+		return fmt.Errorf("add webhook trust check: %w", err)
 	}
 	if !o.SelfManagedCerts {
 		return nil
