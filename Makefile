@@ -137,7 +137,7 @@ migrate: ## Run task-operator migrate in the cluster as a Job (config/migration,
 	kubectl -n task-operator-system delete job task-operator-migrate --ignore-not-found --wait=true
 	kubectl apply --server-side -k .cache/migration
 	kubectl -n task-operator-system wait --for=condition=Complete job/task-operator-migrate --timeout=$(MIGRATE_TIMEOUT)
-	kubectl -n task-operator-system logs job/task-operator-migrate
+	-kubectl -n task-operator-system logs job/task-operator-migrate
 
 .PHONY: deploy-render
 deploy-render: ## Render config/default with kustomize.
