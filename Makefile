@@ -102,7 +102,7 @@ image-push: image-binary ## Build the image and push it to IMG's registry (crede
 
 .PHONY: docker-build
 docker-build: ## Build the image with a Docker engine instead (Dockerfile).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml (config/default) and dist/migration.yaml (config/migration) with the image IMG.
