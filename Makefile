@@ -6,6 +6,13 @@ CONTROLLER_GEN := go tool controller-gen
 CONTROLPLANE_BIN ?= $(CURDIR)/bin/controlplane
 CLUSTER_DIR ?= $(CURDIR)/.cache/cluster
 IMG ?= example.com/task-operator:latest
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The commit time: images built from the same commit get the same digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+GOARCH ?= $(shell go env GOARCH)
+LDFLAGS := -X example.com/task-operator/internal/version.version=$(VERSION) -X example.com/task-operator/internal/version.revision=$(REVISION)
+IMAGE_DIR ?= $(CURDIR)/bin/image
 GOLANGCI_LINT_VERSION ?= v2.15.0
 TEST_TIMEOUT ?= 40m
 export CONTROLPLANE_BIN
@@ -21,10 +28,16 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./apis/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD, RBAC role and webhook configurations under config/.
+manifests: ## Generate the CRD, RBAC roles and webhook configurations under config/ (and the chart's copies).
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=task-operator-local-role paths=./webhook/local/... output:rbac:artifacts:config=config/local
+	@# The Helm chart templates these generated files (and the alerts) rather than copies of its own.
+	cp config/crd/bases/example.com_tasks.yaml charts/task-operator/files/crd.yaml
+	cp config/rbac/role.yaml charts/task-operator/files/role.yaml
+	cp config/webhook/manifests.yaml charts/task-operator/files/webhooks.yaml
+	cp config/prometheus/rules.yaml charts/task-operator/files/rules.yaml
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -39,18 +52,18 @@ lint: vet ## Run golangci-lint (built from the module proxy on first use).
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 .PHONY: build
-build: ## Build bin/task-operator.
-	CGO_ENABLED=0 go build -trimpath -o bin/task-operator ./cmd/task-operator
+build: ## Build bin/task-operator (--version says VERSION).
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/task-operator ./cmd/task-operator
 
 .PHONY: controlplane
 controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
 	hack/controlplane.sh
 
 .PHONY: test
-test: controlplane ## Run every test: unit, fuzz round trips, integration and e2e on a real control plane.
+test: controlplane image ## Run every test: unit, fuzz round trips, integration and e2e on a real control plane.
 	gofmt_out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$gofmt_out" ]]; then echo "gofmt needed: $$gofmt_out"; exit 1; fi
 	go vet ./...
-	go test -timeout $(TEST_TIMEOUT) -count=1 ./...
+	IMAGE_LAYOUT=$(IMAGE_DIR)/oci go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the converter and the conversion webhook for FUZZTIME each (default 60s).
@@ -73,9 +86,58 @@ run: controlplane build ## Run the operator on a local control plane with sample
 
 ##@ Deployment
 
+.PHONY: image-binary
+image-binary:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/task-operator-linux-$(GOARCH) ./cmd/task-operator
+
+IMAGE_ARGS = --binary $(IMAGE_DIR)/task-operator-linux-$(GOARCH) --arch $(GOARCH) --tag $(IMG) --version $(VERSION) --revision $(REVISION)
+
+.PHONY: image
+image: image-binary ## Build the image IMG without a Docker engine: OCI layout bin/image/oci, docker-load tarball bin/image/task-operator.tar.
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/image $(IMAGE_ARGS) --layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/task-operator.tar
+
+.PHONY: image-push
+image-push: image-binary ## Build the image and push it to IMG's registry (credentials of docker login).
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/image $(IMAGE_ARGS) --push
+
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the image with a Docker engine instead (Dockerfile).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: build-installer
+build-installer: ## Write dist/install.yaml (config/default) and dist/migration.yaml (config/migration) with the image IMG.
+	hack/overlay.sh $(IMG) config/default .cache/installer/default
+	hack/overlay.sh $(IMG) config/migration .cache/installer/migration
+	mkdir -p dist
+	kubectl kustomize .cache/installer/default > dist/install.yaml
+	kubectl kustomize .cache/installer/migration > dist/migration.yaml
+
+.PHONY: install
+install: ## Install the CRD alone (no conversion webhook: for operators run outside the cluster).
+	kubectl apply --server-side --field-manager=task-operator-install -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD, and with it every Task (stop anything using it first).
+	kubectl delete --ignore-not-found -k config/crd
+
+.PHONY: deploy
+deploy: ## Deploy config/default with the image IMG to the current kubectl context.
+	hack/overlay.sh $(IMG) config/default .cache/deploy
+	kubectl apply --server-side -k .cache/deploy
+
+.PHONY: undeploy
+undeploy: ## Delete every Task (while the operator still runs to finish them), then everything make deploy made.
+	hack/undeploy.sh .cache/deploy config/default
+
+MIGRATE_TIMEOUT ?= 30m
+
+.PHONY: migrate
+migrate: ## Run task-operator migrate in the cluster as a Job (config/migration, image IMG); waits and prints its log.
+	hack/overlay.sh $(IMG) config/migration .cache/migration
+	kubectl -n task-operator-system delete job task-operator-migrate --ignore-not-found --wait=true
+	kubectl apply --server-side -k .cache/migration
+	kubectl -n task-operator-system wait --for=condition=Complete job/task-operator-migrate --timeout=$(MIGRATE_TIMEOUT)
+	-kubectl -n task-operator-system logs job/task-operator-migrate
 
 .PHONY: deploy-render
 deploy-render: ## Render config/default with kustomize.

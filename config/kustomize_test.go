@@ -300,12 +300,21 @@ func checkOverlay(t *testing.T, objs rendered) (map[string]string, corev1.Volume
 		"webhook-service":                  webhookService,
 		"mutating-webhook-configuration":   mutatingConfig,
 		"validating-webhook-configuration": validatingConfig,
-		"runner-image":                     c.Image,
+		"webhook-secret":                   webhookSecret,
 	} {
 		if flags[name] != want {
 			t.Errorf("manager flag --%s = %q, want %q", name, flags[name], want)
 		}
 	}
+	// HTTP Tasks run in the manager's own image: RUNNER_IMAGE must be the container's image
+	// (TestImageOverlay checks that one images: setting keeps them together).
+	if _, ok := flags["runner-image"]; ok {
+		t.Error("manager sets --runner-image, which an overlay's images: cannot reach; RUNNER_IMAGE is what kustomize rewrites")
+	}
+	if got := envValue(c, "RUNNER_IMAGE"); got != c.Image {
+		t.Errorf("manager RUNNER_IMAGE = %q, want the container's image %q", got, c.Image)
+	}
+	checkShutdown(t, flags, pod.TerminationGracePeriodSeconds)
 	var certVolume corev1.Volume
 	for _, v := range pod.Volumes {
 		if v.Name == "webhook-certs" {
@@ -340,9 +349,12 @@ func checkOverlay(t *testing.T, objs rendered) (map[string]string, corev1.Volume
 		t.Fatalf("want one PodDisruptionBudget, found %d", len(pdbs))
 	}
 	pdb := decode[policyv1.PodDisruptionBudget](t, pdbs[0])
-	if pdb.Spec.MinAvailable == nil || *pdb.Spec.MinAvailable != intstr.FromInt32(1) ||
+	// maxUnavailable 1 never blocks a node drain, even at one replica (minAvailable 1 would),
+	// and AlwaysAllow lets a crash-looping pod be evicted.
+	if pdb.Spec.MinAvailable != nil || pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromInt32(1) ||
+		pdb.Spec.UnhealthyPodEvictionPolicy == nil || *pdb.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow ||
 		pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels) {
-		t.Errorf("PodDisruptionBudget spec = %+v, want minAvailable 1 over the manager's pods", pdb.Spec)
+		t.Errorf("PodDisruptionBudget spec = %+v, want maxUnavailable 1, unhealthyPodEvictionPolicy AlwaysAllow, over the manager's pods", pdb.Spec)
 	}
 	webhookSvc := decode[corev1.Service](t, objs.find(t, "Service", webhookService))
 	if !selects(webhookSvc.Spec.Selector) || len(webhookSvc.Spec.Ports) != 1 || webhookSvc.Spec.Ports[0].Port != 443 ||
@@ -395,6 +407,34 @@ func checkOverlay(t *testing.T, objs rendered) (map[string]string, corev1.Volume
 
 	checkRBAC(t, objs)
 	return flags, certVolume
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// checkShutdown: the pod's grace period covers the drain (readiness fails, webhooks keep
+// being served) plus the manager's graceful shutdown, with time to spare, so the kubelet
+// never SIGKILLs a replica that is still finishing requests.
+func checkShutdown(t *testing.T, flags map[string]string, grace *int64) {
+	t.Helper()
+	var total time.Duration
+	for _, name := range []string{"shutdown-delay", "graceful-shutdown-timeout"} {
+		d, err := time.ParseDuration(flags[name])
+		if err != nil || d <= 0 {
+			t.Errorf("manager flag --%s = %q, want a positive duration", name, flags[name])
+		}
+		total += d
+	}
+	const margin = 5 * time.Second
+	if grace == nil || time.Duration(*grace)*time.Second < total+margin {
+		t.Errorf("terminationGracePeriodSeconds = %v, want at least --shutdown-delay + --graceful-shutdown-timeout + %s = %s", grace, margin, total+margin)
+	}
 }
 
 // checkRBAC: no wildcards anywhere, the manager's ServiceAccount holds the generated role,
@@ -460,6 +500,7 @@ func checkRBAC(t *testing.T, objs rendered) {
 		b := decode[rbacv1.ClusterRoleBinding](t, o)
 		check(o, b.RoleRef, b.Subjects)
 	}
+
 	for _, o := range objs.ofKind("RoleBinding") {
 		b := decode[rbacv1.RoleBinding](t, o)
 		check(o, b.RoleRef, b.Subjects)
@@ -473,6 +514,10 @@ func checkRBAC(t *testing.T, objs rendered) {
 			t.Errorf("the manager's ServiceAccount is not bound to %s", want)
 		}
 	}
+	for role := range held {
+		checkConfinedWrites(t, objs, role, roles[role])
+	}
+	checkAggregation(t, objs)
 	objs.find(t, "ServiceAccount", serviceAccountName)
 	leases := false
 	for _, r := range roles["Role/task-operator-leader-election-role"] {
@@ -482,6 +527,52 @@ func checkRBAC(t *testing.T, objs rendered) {
 	}
 	if !leases {
 		t.Error("the leader election Role does not cover leases")
+	}
+}
+
+// confined lists the resources whose writes can take over other components: a webhook
+// configuration can intercept any API call, a CRD's conversion webhook every read of it, and a
+// Secret holds credentials. The manager may write them only by name, and only its own.
+var confined = map[string]bool{
+	"customresourcedefinitions": true, "mutatingwebhookconfigurations": true,
+	"validatingwebhookconfigurations": true, "secrets": true,
+}
+
+func checkConfinedWrites(t *testing.T, objs rendered, role string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	own := map[string]bool{crdName: true, mutatingConfig: true, validatingConfig: true, webhookSecret: true}
+	for i, r := range rules {
+		writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" })
+		if !writes || !slices.ContainsFunc(r.Resources, func(res string) bool { return confined[res] }) {
+			continue
+		}
+		if slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "delete") || slices.Contains(r.Verbs, "deletecollection") {
+			t.Errorf("%s rule %d lets the manager create or delete %v", role, i, r.Resources)
+		}
+		if len(r.ResourceNames) == 0 {
+			t.Errorf("%s rule %d lets the manager %v any of %v; want resourceNames", role, i, r.Verbs, r.Resources)
+		}
+		for _, name := range r.ResourceNames {
+			if !own[name] {
+				t.Errorf("%s rule %d names %q, which is not one of the operator's objects", role, i, name)
+			}
+		}
+	}
+}
+
+// checkAggregation: the Task roles join the built-in admin, edit and view roles.
+func checkAggregation(t *testing.T, objs rendered) {
+	t.Helper()
+	for name, labels := range map[string][]string{
+		"task-operator-task-editor-role": {"admin", "edit"},
+		"task-operator-task-viewer-role": {"view"},
+	} {
+		cr := decode[rbacv1.ClusterRole](t, objs.find(t, "ClusterRole", name))
+		for _, to := range labels {
+			if cr.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+				t.Errorf("ClusterRole %s is not aggregated to %s", name, to)
+			}
+		}
 	}
 }
 
@@ -495,8 +586,10 @@ func TestDefaultOverlay(t *testing.T) {
 	if certs.EmptyDir == nil || certs.Secret != nil {
 		t.Errorf("webhook-certs volume = %+v, want an emptyDir", certs.VolumeSource)
 	}
-	if flags["webhook-secret"] != webhookSecret {
-		t.Errorf("--webhook-secret = %q, want %q", flags["webhook-secret"], webhookSecret)
+	// The operator only updates its certificate Secret; config/default ships it, empty.
+	secret := decode[corev1.Secret](t, objs.find(t, "Secret", webhookSecret))
+	if len(secret.Data) > 0 || len(secret.StringData) > 0 || secret.Type != corev1.SecretTypeOpaque {
+		t.Errorf("Secret %s = %+v, want an empty Opaque Secret for the operator to fill", webhookSecret, secret)
 	}
 	for _, o := range objs {
 		if _, ok := o.Metadata.Annotations[injectCAFrom]; ok {
@@ -631,5 +724,43 @@ func TestServerDryRun(t *testing.T) {
 	certManager := render(t, "default-certmanager")
 	dryRun("config/default-certmanager", certManager, func(o object) bool { return o.group() != "cert-manager.io" })
 
+	dryRun("config/migration", render(t, "migration"), all)
+	dryRun("config/network-policy", render(t, "network-policy"), all)
+	dryRun("config/local", render(t, "local"), all)
 	dryRun("config/samples", render(t, "samples"), all, "--namespace=default")
+
+	// The Helm chart, rendered with the Helm SDK, applied for real with server-side apply (as
+	// Helm 4 does), with the network policies on. Its CRD replaces the one from
+	// config/crd/bases, conversion webhook and all.
+	chart := renderChart(t, map[string]any{"networkPolicy": map[string]any{"enabled": true}})
+	out, stderr = kubectl(t, chart.yamlOf(all), kc, "apply", "--server-side", "--field-manager=helm", "--force-conflicts", "-f", "-")
+	t.Logf("helm chart, server-side apply:\n%s%s", out, stderr)
+	if got := strings.Count(out, "serverside-applied"); got != len(chart) {
+		t.Errorf("helm chart: %d of %d objects applied", got, len(chart))
+	}
+	live, _ := kubectl(t, nil, kc, "get", "-n", namespace, "deployment,service,secret,poddisruptionbudget,networkpolicy", "-o", "name")
+	for _, want := range []string{"deployment.apps/" + deploymentName, "service/" + webhookService, "secret/" + webhookSecret,
+		"poddisruptionbudget.policy/" + deploymentName, "networkpolicy.networking.k8s.io/task-operator-allow-webhook-traffic"} {
+		if !strings.Contains(live, want) {
+			t.Errorf("after applying the chart, %s is missing:\n%s", want, live)
+		}
+	}
+}
+
+// checkRBACBindsOnlyManager: every binding rendered binds the manager's ServiceAccount alone.
+func checkRBACBindsOnlyManager(t *testing.T, objs rendered) {
+	t.Helper()
+	check := func(o object, subjects []rbacv1.Subject) {
+		for _, s := range subjects {
+			if s.Kind != "ServiceAccount" || s.Name != serviceAccountName || s.Namespace != namespace {
+				t.Errorf("%s binds %+v; only the manager's ServiceAccount is expected", o, s)
+			}
+		}
+	}
+	for _, o := range objs.ofKind("ClusterRoleBinding") {
+		check(o, decode[rbacv1.ClusterRoleBinding](t, o).Subjects)
+	}
+	for _, o := range objs.ofKind("RoleBinding") {
+		check(o, decode[rbacv1.RoleBinding](t, o).Subjects)
+	}
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make run: a local control plane, the operator running on this machine with its webhooks on
-# loopback, and the sample Tasks at all three apiVersions. Ctrl-C stops everything it started.
+# loopback, as the manager's ServiceAccount, and the sample Tasks at all three apiVersions. Ctrl-C stops everything it started.
 # RUN_EXIT_WHEN_DONE=1 stops once the samples have succeeded (used by tests and CI smoke runs).
 set -euo pipefail
 
@@ -32,11 +32,38 @@ echo "$up_output"
 export_line="$(grep '^export KUBECONFIG=' <<<"$up_output" | tail -1)"
 eval "$export_line"
 
-kubectl create namespace task-operator-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+echo "==> installing the namespace, CRD and RBAC (config/local) and running the operator as its ServiceAccount"
+# config/local is config/default without the Deployment, plus the role only local runs get
+# (creating and re-pointing the CRD and webhook configurations): the operator runs here with
+# exactly the rights it has in a cluster, plus those.
+kubectl apply --server-side -k config/local >/dev/null
+operator_kubeconfig="$state/operator.kubeconfig"
+write_operator_kubeconfig() {
+  local server ca token
+  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
+  ca="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  token="$(kubectl -n task-operator-system create token task-operator-controller-manager --duration=24h)"
+  umask 077
+  cat >"$operator_kubeconfig" <<EOK
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "$server", certificate-authority-data: "$ca"}
+users:
+- name: task-operator-controller-manager
+  user: {token: "$token"}
+contexts:
+- name: operator
+  context: {cluster: local, user: task-operator-controller-manager}
+current-context: operator
+EOK
+}
+write_operator_kubeconfig
 
 echo "==> starting the operator (log: $state/operator.log)"
 bin/task-operator manager \
-  --install-crd \
+  --kubeconfig="$operator_kubeconfig" \
   --leader-elect=false \
   --webhook-host=127.0.0.1 --webhook-port=9443 \
   --webhook-local-url=https://localhost:9443 \

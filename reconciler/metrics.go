@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -48,12 +49,21 @@ var (
 var registerOnce sync.Once
 
 // registerMetrics adds the controller's metrics to controller-runtime's registry, once per
-// process; the phase gauge reads the Tasks of the latest manager set up.
-func registerMetrics(reader client.Reader) {
-	tasksByPhase.reader.Store(&reader)
+// process. The phase gauge counts the Tasks of mgr's cache only while this replica leads: every
+// replica is scraped, and the same cluster-wide count reported by each would be summed twice.
+// The runnable that arms it needs leader election (it does not say otherwise), so the manager
+// starts it only on the leader, or at once when leader election is off.
+func registerMetrics(mgr manager.Manager) error {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase)
 	})
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		reader := client.Reader(mgr.GetCache())
+		tasksByPhase.reader.Store(&reader)
+		<-ctx.Done()
+		tasksByPhase.reader.CompareAndSwap(&reader, nil)
+		return nil
+	}))
 }
 
 // phaseCollector counts Tasks by phase when scraped. Counting the cache at scrape time, rather

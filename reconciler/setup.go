@@ -34,7 +34,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts:      opts,
 		expect:    newExpectations(),
 	}
-	registerMetrics(mgr.GetCache())
+	if err := registerMetrics(mgr); err != nil {
+		return fmt.Errorf("register task metrics: %w", err)
+	}
 	// Job events reach the owning Task as Owns(&batchv1.Job{}) would send them; the handler
 	// also remembers the final state of finished Jobs as they are deleted (see jobEvents).
 	jobs := jobEvents{

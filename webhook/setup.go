@@ -1,5 +1,7 @@
 // Package webhook serves the Task API's webhooks: conversion between versions, defaulting and
-// validation, with self-managed certificates.
+// validation. It wires the handlers into the manager's webhook server; the certificate they are
+// served with comes from package cert (self-managed) or from files (cert-manager), and pointing
+// the apiserver at an operator outside the cluster is package local's business.
 package webhook
 
 import (
@@ -7,11 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,15 +19,17 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/conversion"
+	"example.com/task-operator/webhook/cert"
 )
 
-// Options configure the webhook server and its certificates.
+// Options configure the webhook server and, with self-managed certificates, what its
+// certificate covers and where its CA is injected.
 type Options struct {
 	// Host and Port the webhook server listens on.
 	Host string
 	Port int
 	// CertDir holds tls.crt and tls.key. With self-managed certificates the operator writes
-	// them there itself; otherwise something else (cert-manager) must.
+	// them there itself; otherwise something else (cert-manager's Secret volume) must.
 	CertDir string
 
 	// SelfManagedCerts has the operator create, rotate and inject its own certificates.
@@ -37,11 +38,10 @@ type Options struct {
 	Namespace   string
 	SecretName  string
 	ServiceName string
-	// LocalURL, when set, is the base URL (https://localhost:PORT) under which the apiserver
-	// reaches an operator running outside the cluster: the CRD and the webhook configurations
-	// are pointed at it at start-up.
-	LocalURL string
+	// DNSNames the serving certificate covers; empty means the Service's names.
+	DNSNames []string
 
+	// The objects that call the webhooks, which receive the CA bundle.
 	CRDName              string
 	MutatingConfigName   string
 	ValidatingConfigName string
@@ -70,69 +70,59 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o Options) secretKey() types.NamespacedName {
+// SecretKey names the certificate Secret.
+func (o Options) SecretKey() types.NamespacedName {
 	return types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}
 }
 
-func (o Options) dnsNames() (string, []string) {
-	if o.LocalURL != "" {
-		u, _ := url.Parse(o.LocalURL)
-		return u.Hostname(), nil
+func (o Options) certOptions() cert.Options {
+	dnsNames := o.DNSNames
+	if len(dnsNames) == 0 {
+		dnsNames = cert.ServiceDNSNames(o.ServiceName, o.Namespace)
 	}
-	svc := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
-	return svc, []string{svc + ".cluster.local"}
-}
-
-func (o Options) validate() error {
-	if o.LocalURL == "" {
-		return nil
+	return cert.Options{
+		Secret:                o.SecretKey(),
+		CertDir:               o.CertDir,
+		DNSNames:              dnsNames,
+		CRDName:               o.CRDName,
+		MutatingConfigName:    o.MutatingConfigName,
+		ValidatingConfigName:  o.ValidatingConfigName,
+		RequireLeaderElection: o.LeaderElection,
+		Validity:              o.CertValidity,
+		Lookahead:             o.CertLookahead,
+		CheckInterval:         o.CertCheckInterval,
 	}
-	u, err := url.Parse(o.LocalURL)
-	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
-		return fmt.Errorf("webhook local URL %q: want https://host:port", o.LocalURL)
-	}
-	return nil
 }
 
 // Server returns the webhook server for the manager. With self-managed certificates it
-// serves whatever certificate the Secret currently holds.
-func Server(o Options, cert *Certificate) crwebhook.Server {
+// serves whatever certificate the Secret currently holds; otherwise controller-runtime watches
+// the files in CertDir.
+func Server(o Options, served *cert.Served) crwebhook.Server {
 	opts := crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}
 	if o.SelfManagedCerts {
-		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = cert.get })
+		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = served.GetCertificate })
 	}
 	return crwebhook.NewServer(opts)
 }
 
-// Certificate is the serving certificate shared by Server and Setup.
-type Certificate = certificate
-
-// CacheByObject restricts the manager's Secret informer to the one certificate Secret.
+// CacheByObject is what the manager's cache must restrict for Setup.
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	if !o.SelfManagedCerts {
 		return nil
 	}
-	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {
-			Namespaces: map[string]cache.Config{o.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", o.SecretName),
-		},
-	}
+	return cert.CacheByObject(o.SecretKey())
 }
 
 // Setup registers /convert, the defaulting and validating webhooks, certificate management
-// and a readiness check that passes once the server is up with a certificate.
-func Setup(mgr manager.Manager, o Options, cert *Certificate) error {
-	if err := o.validate(); err != nil {
-		return err
-	}
+// and readiness checks that pass once the server is up with a certificate the apiserver trusts.
+func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	server := mgr.GetWebhookServer()
 	server.Register("/convert", conversion.NewHandler())
 	server.Register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
 	server.Register(validatePath, &crwebhook.Admission{Handler: Validator{}})
 	started := mgr.GetWebhookServer().StartedChecker()
 	ready := func(req *http.Request) error {
-		if o.SelfManagedCerts && !cert.loaded() {
+		if o.SelfManagedCerts && !served.Loaded() {
 			return errors.New("webhook certificate not loaded yet")
 		}
 		return started(req)
@@ -140,11 +130,16 @@ func Setup(mgr manager.Manager, o Options, cert *Certificate) error {
 	if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 		return fmt.Errorf("add webhook readiness check: %w", err)
 	}
+	serving := fileCertificate(o.CertDir)
+	if o.SelfManagedCerts {
+		serving = func() (*tls.Certificate, error) { return served.GetCertificate(nil) }
+	}
+	trust := newTrustGate(mgr.GetAPIReader(), o, o.certOptions().DNSNames[0], serving)
+	if err := mgr.AddReadyzCheck("webhook-trusted", trust.check); err != nil {
+		return fmt.Errorf("add webhook trust check: %w", err)
+	}
 	if !o.SelfManagedCerts {
 		return nil
 	}
-	if err := addRotator(mgr, o); err != nil {
-		return fmt.Errorf("add certificate rotator: %w", err)
-	}
-	return mgr.Add(&secretWatcher{mgr: mgr, key: o.secretKey(), certDir: o.CertDir, cert: cert})
+	return cert.Manage(mgr, o.certOptions(), served)
 }

@@ -3,6 +3,7 @@
 //	task-operator [manager] [flags]  run the controller and webhooks (the default)
 //	task-operator migrate [flags]    rewrite stored Tasks at v1 and trim storedVersions
 //	task-operator http [flags]       perform one HTTP call (the runner inside HTTP Task pods)
+//	task-operator version            print the version (also --version)
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	_ "time/tzdata" // schedules name IANA time zones; distroless images have no zoneinfo
+
+	"example.com/task-operator/internal/version"
 )
 
 func main() {
@@ -19,6 +22,9 @@ func main() {
 
 func run(args []string) int {
 	command, rest := "manager", args
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		command = "version"
+	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		command, rest = args[0], args[1:]
 	}
@@ -29,8 +35,11 @@ func run(args []string) int {
 		return runMigrate(rest)
 	case "http":
 		return runHTTP(rest)
+	case "version":
+		fmt.Println(version.Get())
+		return 0
 	case "help":
-		fmt.Println("usage: task-operator [manager|migrate|http] [flags]; -h after a command lists its flags")
+		fmt.Println("usage: task-operator [manager|migrate|http|version] [flags]; -h after a command lists its flags")
 		return 0
 	default:
 		fmt.Fprintf(os.Stderr, "task-operator: unknown command %q (want manager, migrate or http)\n", command)

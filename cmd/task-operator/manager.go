@@ -6,9 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
-
-	"example.com/task-operator/apis/install"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,32 +22,46 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"example.com/task-operator/apis/install"
+	"example.com/task-operator/internal/version"
 	"example.com/task-operator/reconciler"
 	"example.com/task-operator/webhook"
+	"example.com/task-operator/webhook/cert"
+	"example.com/task-operator/webhook/local"
 )
 
-// The webhook certificate Secret lives in the operator's namespace; leader election and the
-// metrics endpoint's token and access reviews are granted by their own roles in config/rbac.
-// +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// Leader election is granted by its own Role in config/rbac, the metrics endpoint's token and
+// access reviews by metrics-auth-role; the webhook certificate's permissions are declared in
+// package webhook/cert and the local-run ones in webhook/local.
 
 type managerFlags struct {
-	metricsAddr    string
-	metricsSecure  bool
-	probeAddr      string
-	leaderElect    bool
-	leaderElectID  string
-	leaderElectNS  string
-	qps            float64
-	burst          int
-	syncPeriod     time.Duration
-	certManagement string
-	installCRD     bool
-	webhook        webhook.Options
-	reconciler     reconciler.Options
-	zap            zap.Options
+	metricsAddr      string
+	metricsSecure    bool
+	metricsCertDir   string
+	metricsCertName  string
+	metricsKeyName   string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectID    string
+	leaderElectNS    string
+	qps              float64
+	burst            int
+	syncPeriod       time.Duration
+	shutdownDelay    time.Duration
+	gracefulShutdown time.Duration
+	certManagement   string
+	local            local.Options
+	webhook          webhook.Options
+	reconciler       reconciler.Options
+	zap              zap.Options
 }
+
+// Defaults of the shutdown flags; config/manager/manager.yaml's terminationGracePeriodSeconds
+// covers their sum.
+const (
+	defaultShutdownDelay    = 10 * time.Second
+	defaultGracefulShutdown = 20 * time.Second
+)
 
 func parseManagerFlags(args []string) (*managerFlags, error) {
 	f := &managerFlags{webhook: webhook.DefaultOptions()}
@@ -56,6 +69,9 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.Func("kubeconfig", "kubeconfig file; default $KUBECONFIG, then in-cluster", setKubeconfig)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, authenticated and authorized through the apiserver")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "directory of the metrics serving certificate (reloaded on change); empty means a self-signed one")
+	fs.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "certificate file in --metrics-cert-dir")
+	fs.StringVar(&f.metricsKeyName, "metrics-cert-key", "tls.key", "key file in --metrics-cert-dir")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active controller among replicas (webhooks are served by all)")
 	fs.StringVar(&f.leaderElectID, "leader-election-id", "task-operator.example.com", "name of the leader election Lease")
@@ -63,11 +79,15 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client queries per second to the apiserver")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "client burst to the apiserver")
 	fs.DurationVar(&f.syncPeriod, "sync-period", 10*time.Hour, "how often every Task is reconciled even without changes")
+	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", defaultShutdownDelay, "on SIGTERM, fail readiness and keep serving this long before stopping, so the Service stops sending webhook requests first (default 0 with --webhook-local-url)")
+	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", defaultGracefulShutdown, "after the shutdown delay, how long in-flight work may take to finish")
 	fs.IntVar(&f.reconciler.MaxConcurrentReconciles, "max-concurrent-reconciles", reconciler.DefaultMaxConcurrentReconciles, "Tasks reconciled in parallel")
 	fs.DurationVar(&f.reconciler.RateLimiterBaseDelay, "rate-limiter-base-delay", reconciler.DefaultRateLimiterBaseDelay, "first retry delay of a failing reconcile (per item, exponential)")
 	fs.DurationVar(&f.reconciler.RateLimiterMaxDelay, "rate-limiter-max-delay", reconciler.DefaultRateLimiterMaxDelay, "longest retry delay of a failing reconcile")
 	fs.StringVar(&f.reconciler.ShellImage, "shell-image", reconciler.DefaultShellImage, "image that runs shell Tasks without an image of their own")
-	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", reconciler.DefaultRunnerImage, "this operator's image, which runs HTTP Tasks")
+	// The Deployment sets RUNNER_IMAGE next to the container's image, and kustomize's images:
+	// rewrites both (config/manager/kustomizeconfig.yaml): one setting moves manager and runner.
+	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", envOr("RUNNER_IMAGE", reconciler.DefaultRunnerImage), "this operator's image, which runs HTTP Tasks (default $RUNNER_IMAGE)")
 	fs.StringVar(&f.certManagement, "cert-management", "self", "webhook certificates: self (created, rotated and injected by the operator) or external (cert-manager)")
 	fs.StringVar(&f.webhook.Host, "webhook-host", "", "address the webhook server binds to")
 	fs.IntVar(&f.webhook.Port, "webhook-port", f.webhook.Port, "webhook server port")
@@ -75,27 +95,61 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.StringVar(&f.webhook.Namespace, "webhook-namespace", envOr("POD_NAMESPACE", f.webhook.Namespace), "namespace of the webhook Service and certificate Secret")
 	fs.StringVar(&f.webhook.SecretName, "webhook-secret", f.webhook.SecretName, "Secret holding the webhook CA and serving certificate")
 	fs.StringVar(&f.webhook.ServiceName, "webhook-service", f.webhook.ServiceName, "Service in front of the webhook server")
-	fs.StringVar(&f.webhook.LocalURL, "webhook-local-url", "", "run outside the cluster: the apiserver reaches the webhooks at this https URL (e.g. https://localhost:9443)")
 	fs.StringVar(&f.webhook.MutatingConfigName, "mutating-webhook-configuration", f.webhook.MutatingConfigName, "name of the MutatingWebhookConfiguration")
 	fs.StringVar(&f.webhook.ValidatingConfigName, "validating-webhook-configuration", f.webhook.ValidatingConfigName, "name of the ValidatingWebhookConfiguration")
 	fs.DurationVar(&f.webhook.CertValidity, "cert-validity", f.webhook.CertValidity, "lifetime of a serving certificate")
 	fs.DurationVar(&f.webhook.CertLookahead, "cert-lookahead", f.webhook.CertLookahead, "renew a certificate this long before it expires")
 	fs.DurationVar(&f.webhook.CertCheckInterval, "cert-check-interval", f.webhook.CertCheckInterval, "how often certificates are checked for renewal")
-	fs.BoolVar(&f.installCRD, "install-crd", false, "apply the embedded Task CRD before starting (local runs)")
+	fs.StringVar(&f.local.URL, "webhook-local-url", "", "run outside the cluster: the apiserver reaches the webhooks at this https URL (e.g. https://localhost:9443)")
+	fs.BoolVar(&f.local.InstallCRD, "install-crd", false, "with --webhook-local-url: apply the embedded Task CRD before starting")
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if err := f.complete(); err != nil {
+		return nil, err
+	}
+	if f.local.URL != "" && !flagSet(fs, "shutdown-delay") {
+		// Called by URL, not through a Service: there is no endpoint to leave first.
+		f.shutdownDelay = 0
+	}
+	return f, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// complete checks the flags against each other and derives the settings that follow from them.
+func (f *managerFlags) complete() error {
 	switch f.certManagement {
 	case "self":
 		f.webhook.SelfManagedCerts = true
 	case "external":
 		f.webhook.SelfManagedCerts = false
 	default:
-		return nil, fmt.Errorf("-cert-management=%q: want self or external", f.certManagement)
+		return fmt.Errorf("-cert-management=%q: want self or external", f.certManagement)
 	}
 	f.webhook.LeaderElection = f.leaderElect
-	return f, nil
+	if f.local.InstallCRD && f.local.URL == "" {
+		return errors.New("-install-crd is for local runs: give -webhook-local-url too")
+	}
+	if f.local.URL != "" {
+		if err := f.local.Validate(); err != nil {
+			return err
+		}
+		f.webhook.DNSNames = f.local.DNSNames()
+	}
+	if f.metricsCertDir != "" {
+		for _, name := range []string{f.metricsCertName, f.metricsKeyName} {
+			if _, err := os.Stat(filepath.Join(f.metricsCertDir, name)); err != nil {
+				return fmt.Errorf("-metrics-cert-dir: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 func runManager(args []string) int {
@@ -108,7 +162,9 @@ func runManager(args []string) int {
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
-	if err := startManager(ctrl.SetupSignalHandler(), f); err != nil {
+	var stop shutdown
+	ctx := stop.context(signals(), f.shutdownDelay, ctrl.Log.WithName("shutdown"))
+	if err := startManager(ctx, f, &stop); err != nil {
 		ctrl.Log.Error(err, "manager stopped")
 		return 1
 	}
@@ -127,7 +183,7 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-func startManager(ctx context.Context, f *managerFlags) error {
+func startManager(ctx context.Context, f *managerFlags, stop *shutdown) error {
 	scheme, err := newScheme()
 	if err != nil {
 		return fmt.Errorf("build scheme: %w", err)
@@ -137,14 +193,15 @@ func startManager(ctx context.Context, f *managerFlags) error {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	if err := prepare(ctx, cfg, scheme, f); err != nil {
+	if err := prepareLocal(ctx, cfg, scheme, f); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions(f, scheme))
+	served := &cert.Served{}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(f, scheme, served))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := webhook.Setup(mgr, f.webhook, certificate); err != nil {
+	if err := webhook.Setup(mgr, f.webhook, served); err != nil {
 		return err
 	}
 	if err := reconciler.SetupWithManager(mgr, f.reconciler); err != nil {
@@ -153,18 +210,21 @@ func startManager(ctx context.Context, f *managerFlags) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	ctrl.Log.Info("starting manager", "webhookPort", f.webhook.Port, "leaderElection", f.leaderElect)
+	if err := mgr.AddReadyzCheck("shutdown", stop.readyCheck); err != nil {
+		return fmt.Errorf("add shutdown readiness check: %w", err)
+	}
+	ctrl.Log.Info("starting manager", "version", version.Get().Version, "revision", version.Get().Revision,
+		"webhookPort", f.webhook.Port, "leaderElection", f.leaderElect, "runnerImage", f.reconciler.RunnerImage)
 	return mgr.Start(ctx)
 }
 
-// certificate is shared by the webhook server (which serves it) and the webhook setup (which
-// loads it from the rotator's Secret).
-var certificate = &webhook.Certificate{}
-
-func managerOptions(f *managerFlags, scheme *runtime.Scheme) ctrl.Options {
+func managerOptions(f *managerFlags, scheme *runtime.Scheme, served *cert.Served) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
 	if f.metricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if f.metricsCertDir != "" {
+		metrics.CertDir, metrics.CertName, metrics.KeyName = f.metricsCertDir, f.metricsCertName, f.metricsKeyName
 	}
 	cacheOpts := reconciler.CacheOptions()
 	if cacheOpts.ByObject == nil {
@@ -182,31 +242,22 @@ func managerOptions(f *managerFlags, scheme *runtime.Scheme) ctrl.Options {
 		LeaderElectionID:              f.leaderElectID,
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.Server(f.webhook, certificate),
+		GracefulShutdownTimeout:       &f.gracefulShutdown,
+		WebhookServer:                 webhook.Server(f.webhook, served),
 		Cache:                         cacheOpts,
 	}
 }
 
-// prepare does what must happen before the manager starts: installing the CRD and pointing
-// the webhooks at this process when it runs outside the cluster, and creating the Secret the
-// certificate rotator fills.
-func prepare(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags) error {
+// prepareLocal points the apiserver at this process when it runs outside the cluster.
+func prepareLocal(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags) error {
+	if f.local.URL == "" {
+		return nil
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	if f.installCRD {
-		if err := installCRD(ctx, c); err != nil {
-			return err
-		}
-	}
-	if err := webhook.EnsureCertSecret(ctx, c, f.webhook); err != nil {
-		return err
-	}
-	if f.webhook.LocalURL == "" {
-		return nil
-	}
-	return webhook.PointAtLocalServer(ctx, c, f.webhook)
+	return local.Prepare(ctx, c, f.local, f.webhook)
 }
 
 // setKubeconfig hands --kubeconfig to controller-runtime's loader, which reads $KUBECONFIG.

@@ -1,0 +1,43 @@
+{{- define "task-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains "task-operator" .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-task-operator" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object; the selector labels are fixed, as in config/. */}}
+{{- define "task-operator.labels" -}}
+app.kubernetes.io/name: task-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "task-operator.selectorLabels" -}}
+app.kubernetes.io/name: task-operator
+control-plane: controller-manager
+{{- end -}}
+
+{{- define "task-operator.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{- define "task-operator.serviceAccountName" -}}
+{{ include "task-operator.fullname" . }}-controller-manager
+{{- end -}}
+
+{{- define "task-operator.webhookSecret" -}}
+{{ include "task-operator.fullname" . }}-webhook-cert
+{{- end -}}
+
+{{- define "task-operator.metricsSecret" -}}
+{{ include "task-operator.fullname" . }}-metrics-cert
+{{- end -}}
