@@ -90,6 +90,11 @@ func (cp *ControlPlane) newEnvironment() (*envtest.Environment, error) {
 	api.Configure().
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
+	if len(cp.opts.StandInNamespaces) > 0 {
+		// Webhook and conversion Services are resolved through their EndpointSlices to a
+		// pod IP, not to a ClusterIP that needs kube-proxy.
+		api.Configure().Set("enable-aggregator-routing", "true")
+	}
 	return env, nil
 }
 

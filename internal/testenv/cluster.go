@@ -46,7 +46,7 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 			"--kubeconfig=" + cp.KubeconfigPath,
 			"--leader-elect=false",
 			"--secure-port=0",
-			"--controllers=" + controllers,
+			"--controllers=" + cp.controllers(),
 		}},
 		{KubeScheduler, []string{
 			"--kubeconfig=" + cp.KubeconfigPath,
@@ -112,13 +112,33 @@ func (cp *ControlPlane) writeStages() ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("write kwok stages: %w", err)
 		}
+		if data, err = excludeNamespaces(data, cp.opts.StandInNamespaces); err != nil {
+			return nil, fmt.Errorf("write kwok stage %s: %w", f, err)
+		}
 		p := filepath.Join(dir, filepath.Base(f))
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return nil, fmt.Errorf("write kwok stages: %w", err)
 		}
 		paths = append(paths, p)
 	}
+	if len(cp.opts.StandInNamespaces) > 0 {
+		p := filepath.Join(dir, "standin-start.yaml")
+		if err := os.WriteFile(p, standInStage(cp.opts.StandInNamespaces), 0o644); err != nil {
+			return nil, fmt.Errorf("write kwok stages: %w", err)
+		}
+		paths = append(paths, p)
+	}
 	return paths, nil
+}
+
+// controllers are the controllers kube-controller-manager runs: the project's, plus what
+// stand-in pods need (Deployments, their ReplicaSets, EndpointSlices of their Services,
+// PodDisruptionBudgets).
+func (cp *ControlPlane) controllers() string {
+	if len(cp.opts.StandInNamespaces) == 0 {
+		return controllers
+	}
+	return controllers + ",deployment,replicaset,endpointslice,disruption"
 }
 
 // startComponent runs one of BinDir's binaries and lets the watchdog know.

@@ -65,6 +65,12 @@ type Options struct {
 	// StartTimeout bounds the whole start-up, readiness waits included
 	// (default 2m).
 	StartTimeout time.Duration
+	// StandInNamespaces (Full mode) are namespaces whose pods real processes stand in for
+	// (RunStandIns): KWOK starts them without making them Ready and leaves their readiness,
+	// termination and removal alone. Setting it also has the apiserver call webhook Services
+	// through their EndpointSlices (--enable-aggregator-routing: there is no kube-proxy), and
+	// runs the Deployment, ReplicaSet, EndpointSlice and disruption controllers.
+	StandInNamespaces []string
 }
 
 // withDefaults fills the zero fields of opts, resolving paths against the

@@ -1,0 +1,139 @@
+package install_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/task-operator/internal/testenv"
+)
+
+func taskGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "example.com", Version: version, Resource: "tasks"}
+}
+
+func runKubectl(t *testing.T, cp *testenv.ControlPlane, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	out, stderr, err := testenv.Kubectl(ctx, cp.KubeconfigPath, nil, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return out
+}
+
+// troubleshooting runs the README's troubleshooting commands as written, on the live install.
+func (e *env) troubleshooting(block string) {
+	out := runREADME(e.t, e.cp, "troubleshooting", block, 5*time.Minute)
+	// The three CA sums (CRD, validating webhook, Secret) are equal.
+	var sums []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasSuffix(line, "  -") && len(line) == 67 {
+			sums = append(sums, line)
+		}
+	}
+	if len(sums) != 3 || sums[0] != sums[1] || sums[1] != sums[2] {
+		e.t.Errorf("troubleshooting step 3 shows CA sums %v, want three equal ones", sums)
+	}
+	// Step 4: both questions are answered yes (and none no).
+	answers := map[string]int{}
+	for _, line := range strings.Split(out, "\n") {
+		answers[strings.TrimSpace(line)]++
+	}
+	if answers["yes"] != 2 || answers["no"] != 0 {
+		e.t.Errorf("troubleshooting step 4 answers %d yes and %d no, want 2 yes: the operator may not create Jobs or patch its CRD", answers["yes"], answers["no"])
+	}
+	e.checkInstalled(imageV1)
+}
+
+// upgrade: a new image rolled out with the README's commands, then the migration Job, run by a
+// stand-in as its own ServiceAccount, rewrites the Tasks and trims storedVersions.
+func (e *env) upgrade(block string) {
+	t := e.t
+	ctx := t.Context()
+	// As after an upgrade from a release that stored v1alpha1: storedVersions lists it.
+	var crd apix.CustomResourceDefinition
+	if err := e.c.Get(ctx, client.ObjectKey{Name: crdName}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.StoredVersions = []string{"v1alpha1", "v1"}
+	if err := e.c.Status().Update(ctx, &crd); err != nil {
+		t.Fatal(err)
+	}
+	out := runREADME(t, e.cp, "upgrade", block, 6*time.Minute)
+	if !strings.Contains(out, `["v1"]`) {
+		t.Errorf("after the migration storedVersions is not [v1]:\n%s", out)
+	}
+	e.checkInstalled(imageV1_1)
+}
+
+// uninstall: the README's command removes every Task (their finalizers handled by the still
+// running operator) and then everything the install made, without hanging.
+func (e *env) uninstall(block string) {
+	t := e.t
+	ctx := t.Context()
+	runREADME(t, e.cp, "uninstall", block, 6*time.Minute)
+	var crd apix.CustomResourceDefinition
+	if err := e.c.Get(ctx, client.ObjectKey{Name: crdName}, &crd); !apierrors.IsNotFound(err) {
+		t.Errorf("CRD after uninstall: %v", err)
+	}
+	for _, name := range []string{"task-operator-manager-role", "task-operator-metrics-reader", "task-operator-task-editor-role"} {
+		var role rbacv1.ClusterRole
+		if err := e.c.Get(ctx, client.ObjectKey{Name: name}, &role); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterRole %s after uninstall: %v", name, err)
+		}
+	}
+	e.eventually("namespace "+operatorNamespace+" to be gone", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		var ns corev1.Namespace
+		err := e.c.Get(ctx, client.ObjectKey{Name: operatorNamespace}, &ns)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("namespace: %v, phase %s", err, ns.Status.Phase)
+	})
+	e.eventually("every stand-in process to exit", time.Minute, func(context.Context) (bool, error) {
+		n := len(e.standins.Processes())
+		return n == 0, fmt.Errorf("%d still run", n)
+	})
+}
+
+// drainAtOneReplica: scaled down to one replica, the PodDisruptionBudget still lets a node drain
+// evict it (minAvailable: 1 would refuse with 429 for ever).
+func (e *env) drainAtOneReplica() {
+	t := e.t
+	ctx := t.Context()
+	runKubectl(t, e.cp, "-n", operatorNamespace, "scale", "deployment/"+deployment, "--replicas=1")
+	e.eventually("one replica, and the PodDisruptionBudget observed", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := e.managerPods(ctx)
+		if err != nil || len(pods) != 1 || !podReady(pods[0]) {
+			return false, fmt.Errorf("%d pods (%v)", len(pods), err)
+		}
+		var pdb policyv1.PodDisruptionBudget
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, &pdb); err != nil {
+			return false, err
+		}
+		if pdb.Status.ObservedGeneration != pdb.Generation || pdb.Status.CurrentHealthy != 1 {
+			return false, fmt.Errorf("PDB status %+v", pdb.Status)
+		}
+		return true, nil
+	})
+	pod := e.mustPods()[0]
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	if err := e.c.SubResource("eviction").Create(ctx, &pod, eviction); err != nil {
+		t.Errorf("evicting the only replica, as a node drain does: %v", err)
+	}
+	runKubectl(t, e.cp, "-n", operatorNamespace, "scale", "deployment/"+deployment, "--replicas=2")
+	e.checkInstalled(imageV1)
+}
