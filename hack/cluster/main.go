@@ -1,6 +1,5 @@
 // Command cluster runs a Full local control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, KWOK with fake Nodes, the
-// project's CRDs) in the background, for a person to use with kubectl:
+// kube-controller-manager, kube-scheduler, KWOK with fake Nodes; no CRDs) in the background, for a person to use with kubectl:
 //
 //	eval "$(go run ./hack/cluster up)"     # prints: export KUBECONFIG=<path>
 //	go run ./hack/cluster down

@@ -32,8 +32,12 @@ func serve(args []string) error {
 	defer stop()
 
 	cp, err := testenv.Start(ctx, testenv.Options{
-		Full:         true,
-		Nodes:        nodes,
+		Full:  true,
+		Nodes: nodes,
+		// A bare cluster, as kind would give: the CRD comes from whatever installs the
+		// operator (config/local in make run, --install-crd, make install), and a CRD already
+		// written by another field manager would make their server-side apply conflict.
+		CRDPaths:     []string{},
 		Dir:          filepath.Join(dir, runDir),
 		LogDir:       filepath.Join(dir, logDir),
 		StartTimeout: timeout,
