@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -19,10 +19,14 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
+// uncachedPollInterval is how often a Job known only from the API server (its labels were
+// stripped, so the cache and its watch do not see it) is read again while it runs.
+const uncachedPollInterval = 10 * time.Second
+
 // Reconciler runs Tasks as Jobs. Create it with SetupWithManager.
 type Reconciler struct {
 	client client.Client
-	// apiReader reads past the cache: a Job that already exists, every Job at deletion.
+	// apiReader reads past the cache: before a Job is declared missing, and at deletion.
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	opts      Options
@@ -41,20 +45,23 @@ type scope struct {
 	cached map[string]*batchv1.Job
 	jobs   []observedJob
 	plan   plan
+	// released are the Jobs whose finalizer this reconcile removed.
+	released []string
 
 	result ctrl.Result
 	// events are recorded once the status is stored.
 	events []eventSpec
 }
 
-// Reconcile brings one Task a step closer to what its spec asks. It reads from the cache, acts,
-// and writes the Task at most once (finalizer aside) with only what changed.
+// Reconcile brings one Task a step closer to what its spec asks. It reads from the cache (and
+// from the API server what the cache cannot vouch for), acts, and writes the Task's status at
+// most once, with only what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	task := &v1.Task{}
 	if err := r.client.Get(ctx, req.NamespacedName, task); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("get task %s: %w", req.NamespacedName, err)
 	}
@@ -84,7 +91,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	for _, phase := range []func(context.Context, *scope) (bool, error){
-		r.ensureFinalizer,
 		r.observeJobs,
 		r.act,
 	} {
@@ -99,22 +105,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return s.result, nil
 }
 
-// ensureFinalizer adds the finalizer and stores it before any Job exists, so no Job can
-// outlive its Task unnoticed.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
-	if !controllerutil.AddFinalizer(s.task, v1.FinalizerJobs) {
-		return false, nil
-	}
-	if err := s.patch.Patch(ctx, s.task); err != nil {
-		// Leave it to the next reconcile rather than to the deferred patch.
-		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
-		return true, fmt.Errorf("add finalizer: %w", err)
-	}
-	return false, nil
-}
-
-// observeJobs lists the Task's Jobs from the cache and settles the expectations: while a Job
-// the controller created is not in the cache yet, the reconcile stops here and waits.
+// observeJobs gathers everything known about the Task's Jobs: the cache, and the API server for
+// every Job the cache does not show although the controller created it a while ago or the
+// stored status says it may still run. A Job is never declared missing on the cache's word.
 func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 	var list batchv1.JobList
 	if err := r.client.List(ctx, &list, client.InNamespace(s.task.Namespace),
@@ -129,34 +122,103 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 			names[job.Name] = true
 		}
 	}
-	wait, deleting := r.expect.settle(s.task, names, s.now)
-	if wait > 0 {
-		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", wait)
-		s.result.RequeueAfter = wait
+	settle := r.expect.settle(s.task, names, s.now)
+	if settle.wait > 0 {
+		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", settle.wait)
+		s.result.RequeueAfter = settle.wait
 		return true, nil
 	}
 	for name, job := range s.cached {
-		o := observeJob(job)
-		if deleting[name] {
-			o.Gone = true
+		o := observeJob(s.task.Name, job)
+		if settle.deleting[name] && !o.Deleting {
+			o.Deleting, o.Finished = true, s.now
 		}
 		s.jobs = append(s.jobs, o)
 	}
-	for _, o := range r.expect.finished(s.task, s.now) {
-		if !names[o.Name] {
-			s.jobs = append(s.jobs, o)
+	for _, name := range unseen(s.task, names, settle.overdue) {
+		o, err := r.lookUp(ctx, s.task, name)
+		if err != nil {
+			return true, err
+		}
+		r.expect.confirmed(s.task, name)
+		if o != nil {
+			s.jobs = append(s.jobs, *o)
 		}
 	}
 	sortJobs(s.jobs)
 	return false, nil
 }
 
+// unseen are the Jobs the cache does not show but that must be accounted for: creations past
+// the expectation timeout, and every Job the stored status says may still run.
+func unseen(task *v1.Task, cached map[string]bool, overdue []string) []string {
+	var out []string
+	add := func(name string) {
+		if name != "" && !cached[name] && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for _, name := range overdue {
+		add(name)
+	}
+	for _, ref := range task.Status.ActiveJobs {
+		add(ref.Name)
+	}
+	if rec := storedRecord(task); rec != nil && rec.outcome == v1.RunActive {
+		add(rec.job.Name)
+	}
+	return out
+}
+
+// lookUp reads a Job the cache does not show from the API server. A Job of that name that is
+// not this Task's (or another incarnation of it, by UID) counts as missing; nil means there is
+// nothing to account for (a creation that never happened).
+func (r *Reconciler) lookUp(ctx context.Context, task *v1.Task, name string) (*observedJob, error) {
+	job := &batchv1.Job{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job)
+	switch {
+	case err == nil && metav1.IsControlledBy(job, task) && uidMatches(task, job):
+		o := observeJob(task.Name, job)
+		o.Uncached = true
+		return &o, nil
+	case err == nil || apierrors.IsNotFound(err):
+		return missingJob(task, name), nil
+	default:
+		return nil, fmt.Errorf("get job %s past the cache: %w", name, err)
+	}
+}
+
+// uidMatches says job is the incarnation the stored status recorded under its name, if any.
+func uidMatches(task *v1.Task, job *batchv1.Job) bool {
+	for _, ref := range task.Status.ActiveJobs {
+		if ref.Name == job.Name && ref.UID != "" && ref.UID != job.UID {
+			return false
+		}
+	}
+	if rec := task.Status.CurrentRun; rec != nil && rec.Job.Name == job.Name && rec.Job.UID != "" && rec.Job.UID != job.UID {
+		return false
+	}
+	return true
+}
+
+// missingJob stands for a Job the stored status named and the API server no longer has.
+func missingJob(task *v1.Task, name string) *observedJob {
+	o := &observedJob{Name: name, Missing: true}
+	if rec := storedRecord(task); rec != nil && rec.job.Name == name {
+		o.Run, o.UID = rec.run, rec.job.UID
+	} else if run, ok := runFromName(task.Name, name); ok {
+		o.Run = run
+	} else if run, ok := legacyRunFromName(task.Name, name); ok {
+		o.Run = run
+	}
+	return o
+}
+
 // act plans from what was observed, carries the plan out, and computes the status from the
 // result. The status is computed even when an action failed, so it never claims a Job that was
 // not created, and never loses one that was.
 func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
-	a := analyze(s.task, s.jobs, s.now)
-	s.plan = planRuns(s.task, a, s.jobs, s.now)
+	s.plan = planRuns(s.task, analyze(s.task, s.jobs, s.now), s.jobs, s.now)
 	err := r.execute(ctx, s)
 	r.summarize(s)
 	return true, err
@@ -165,15 +227,97 @@ func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
 // execute carries out the plan, step by step; a failed step stops the ones after it.
 func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 	for _, step := range []func(context.Context, *scope) error{
+		r.ensureFinalizer,
+		r.protectJobs,
+		r.releaseJobs,
 		r.syncSuspend,
 		r.replaceActive,
 		r.startRun,
-		r.recordSchedule,
 		r.pruneHistory,
 	} {
 		if err := step(ctx, s); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ensureFinalizer stores the Task's finalizer before a Job is created or protected, so no Job
+// holding FinalizerRunOutcome can outlive its Task unnoticed. It is written at once, not with
+// the status: the Job must not exist before it does.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if s.plan.create == nil && len(s.plan.protect) == 0 && !holdsFinalizers(s.jobs, s.plan.release) {
+		return nil
+	}
+	if !controllerutil.AddFinalizer(s.task, v1.FinalizerJobs) {
+		return nil
+	}
+	if err := s.patch.Patch(ctx, s.task); err != nil {
+		// Leave it to the next reconcile rather than to the deferred patch.
+		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// holdsFinalizers says some Job still carries FinalizerRunOutcome once released are let go.
+func holdsFinalizers(jobs, released []observedJob) bool {
+	return slices.ContainsFunc(jobs, func(j observedJob) bool { return j.Protected && !j.Missing && !settled(j, released) })
+}
+
+// protectJobs adds FinalizerRunOutcome to active Jobs an earlier release created without it.
+func (r *Reconciler) protectJobs(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.protect {
+		job := s.cached[o.Name]
+		if job == nil {
+			continue
+		}
+		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(job, v1.FinalizerRunOutcome)
+		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("add finalizer to job %s: %w", job.Name, err)
+		}
+		if j := findJob(s.jobs, o.Name); j != nil {
+			j.Protected = true
+		}
+	}
+	return nil
+}
+
+// releaseJobs removes FinalizerRunOutcome from the Jobs whose outcome the stored status records.
+func (r *Reconciler) releaseJobs(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.release {
+		if err := r.removeJobFinalizer(ctx, s.task.Namespace, o.Name); err != nil {
+			return err
+		}
+		s.released = append(s.released, o.Name)
+		if j := findJob(s.jobs, o.Name); j != nil {
+			j.Protected = false
+		}
+	}
+	return nil
+}
+
+// removeJobFinalizer removes FinalizerRunOutcome, and only it, with a JSON patch that tests the
+// finalizer is where it was read: finalizers added meanwhile (foregroundDeletion by the
+// garbage collector) are never dropped, and a Job read from a stale cache is re-read.
+func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name string) error {
+	job := &batchv1.Job{}
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get job %s to release it: %w", name, err)
+	}
+	i := slices.Index(job.Finalizers, v1.FinalizerRunOutcome)
+	if i < 0 {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
+		i, v1.FinalizerRunOutcome, i)
+	err := r.client.Patch(ctx, job, client.RawPatch("application/json-patch+json", patch))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from job %s: %w", name, err)
 	}
 	return nil
 }
@@ -186,7 +330,7 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 			continue
 		}
 		patch := client.MergeFrom(job.DeepCopy())
-		job.Spec.Suspend = ptr.To(s.task.Spec.Suspend)
+		job.Spec.Suspend = &s.task.Spec.Suspend
 		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("set suspend=%t on job %s: %w", s.task.Spec.Suspend, job.Name, err)
 		}
@@ -197,14 +341,15 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace).
+// replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace). Their
+// finalizer keeps them readable until the status records them.
 func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.replace {
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
 		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Gone, j.Replaced = true, true
+			j.Deleting, j.Replaced, j.Finished = true, true, s.now
 		}
 		r.record(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
@@ -237,29 +382,19 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		if run.Attempt > 1 {
 			retries.Inc()
 		}
-		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (attempt %d)", job.Name, run.Attempt)))
+		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (%s)", job.Name, run)))
+		if ev, ok := s.plan.missedEvent(); ok {
+			s.events = append(s.events, ev)
+		}
 	}
 	r.expect.created(s.task, job.Name, s.now)
 	s.cached[job.Name] = job
-	s.jobs = append(s.jobs, observeJob(job))
+	if j := findJob(s.jobs, job.Name); j != nil {
+		*j = observeJob(s.task.Name, job)
+	} else {
+		s.jobs = append(s.jobs, observeJob(s.task.Name, job))
+	}
 	sortJobs(s.jobs)
-	return nil
-}
-
-// recordSchedule accounts for the schedule time acted on, and the times missed. It runs only
-// once the run exists (a failed creation leaves the time due for the next attempt).
-func (r *Reconciler) recordSchedule(_ context.Context, s *scope) error {
-	if s.plan.scheduled.IsZero() {
-		return nil
-	}
-	st := &s.task.Status
-	if st.LastScheduleTime == nil || s.plan.scheduled.After(st.LastScheduleTime.Time) {
-		st.LastScheduleTime = timePtr(s.plan.scheduled)
-	}
-	st.MissedRuns += s.plan.missed
-	if s.plan.missed > 0 {
-		s.events = append(s.events, warning(v1.EventMissedRun, "Skip", s.plan.missedReason))
-	}
 	return nil
 }
 
@@ -282,7 +417,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, s *scope) error {
 			return err
 		}
 		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Gone = true
+			j.Deleting = true
 		}
 	}
 	return nil
@@ -299,37 +434,68 @@ func (r *Reconciler) deleteJob(ctx context.Context, s *scope, name string) error
 	return nil
 }
 
-// summarize computes the status from everything now known, the Events the change deserves, and
-// when to look again: when the next run is due, not before, and never without a reason.
+// summarize computes the status from everything now known, the Events the change deserves,
+// when to look again (when the next run is due, not before, and never without a reason), and
+// whether the Task's finalizer still protects anything.
 func (r *Reconciler) summarize(s *scope) {
 	s.task.Status = computeStatus(s.task, s.jobs, s.now)
+	if s.plan.create != nil && !s.plan.scheduled.IsZero() && s.task.Status.CurrentRun != nil &&
+		s.task.Status.CurrentRun.ScheduledTime.Equal(timePtr(s.plan.scheduled)) {
+		s.task.Status.MissedRuns += s.plan.missed
+	}
 	s.events = append(s.events, transitionEvents(s.task, s.prior, s.task.Status, s.jobs)...)
-	switch {
-	case s.plan.catchUp:
-		s.result.RequeueAfter = time.Second
-	case s.task.Status.NextRunTime != nil:
-		s.result.RequeueAfter = max(s.task.Status.NextRunTime.Sub(s.now), time.Second)
+	if t := s.task.Status.NextRunTime; t != nil {
+		s.result.RequeueAfter = max(t.Sub(s.now), time.Second)
+	}
+	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
+	}
+	if !r.protects(s) {
+		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
 	}
 }
 
-// reconcileDelete deletes every Job of the Task, read from the API server rather than the cache
-// so that a Job created a moment ago is not missed, then lets the Task go.
+// protects says whether the Task's finalizer still guards something: a Job that may run or
+// whose outcome is not recorded, or a run the status is about to record as started.
+func (r *Reconciler) protects(s *scope) bool {
+	st := s.task.Status
+	switch {
+	case s.plan.create != nil, len(st.ActiveJobs) > 0:
+		return true
+	case st.CurrentRun != nil && st.CurrentRun.Outcome == v1.RunActive:
+		return true
+	}
+	return slices.ContainsFunc(s.jobs, func(j observedJob) bool {
+		return j.Protected && !j.Missing && !slices.Contains(s.released, j.Name)
+	})
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 {
+		return b
+	}
+	return min(a, b)
+}
+
+// reconcileDelete lets every Job of the Task go (its finalizer removed, the Job deleted), read
+// from the API server rather than the cache so that a Job created a moment ago or one whose
+// labels were stripped is not missed, then lets the Task go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(s.task, v1.FinalizerJobs) {
 		return nil
 	}
-	var list batchv1.JobList
-	if err := r.apiReader.List(ctx, &list, client.InNamespace(s.task.Namespace),
-		client.MatchingLabels{v1.LabelTaskName: labelValue(s.task.Name)}); err != nil {
-		return fmt.Errorf("list jobs of task %s: %w", s.task.Name, err)
+	jobs, err := r.liveJobs(ctx, s.task)
+	if err != nil {
+		return err
 	}
 	var errs []error
-	for i := range list.Items {
-		job := &list.Items[i]
-		if !metav1.IsControlledBy(job, s.task) || job.DeletionTimestamp != nil {
-			continue
+	for _, job := range jobs {
+		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+			errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))
 		}
-		errs = append(errs, r.deleteJob(ctx, s, job.Name))
+		if job.DeletionTimestamp == nil {
+			errs = append(errs, r.deleteJob(ctx, s, job.Name))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -339,8 +505,71 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// tell records the Events of a stored status, counts them, and drops the remembered final
-// states of deleted Jobs the stored status now reflects.
+// liveJobs lists the Task's Jobs from the API server: by label, plus those the status names.
+func (r *Reconciler) liveJobs(ctx context.Context, task *v1.Task) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := r.apiReader.List(ctx, &list, client.InNamespace(task.Namespace),
+		client.MatchingLabels{v1.LabelTaskName: labelValue(task.Name)}); err != nil {
+		return nil, fmt.Errorf("list jobs of task %s: %w", task.Name, err)
+	}
+	var out []batchv1.Job
+	names := map[string]bool{}
+	for _, job := range list.Items {
+		if metav1.IsControlledBy(&job, task) {
+			out = append(out, job)
+			names[job.Name] = true
+		}
+	}
+	for _, name := range unseen(task, names, nil) {
+		job := &batchv1.Job{}
+		err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get job %s: %w", name, err)
+		case metav1.IsControlledBy(job, task):
+			out = append(out, *job)
+		}
+	}
+	return out, nil
+}
+
+// releaseOrphans lets go the Jobs that still hold FinalizerRunOutcome although their Task is
+// gone (its finalizer was removed by hand): nothing can record their outcome any more, and they
+// must not stay Terminating forever. The owner is confirmed gone with a live read first.
+func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) error {
+	var list batchv1.JobList
+	if err := r.client.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{v1.LabelTaskName: labelValue(key.Name)}); err != nil {
+		return fmt.Errorf("list jobs of deleted task %s: %w", key, err)
+	}
+	var orphans []batchv1.Job
+	for _, job := range list.Items {
+		owner := metav1.GetControllerOf(&job)
+		if owner != nil && owner.Kind == v1.Kind && owner.Name == key.Name &&
+			controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+			orphans = append(orphans, job)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	live := &v1.Task{}
+	err := r.apiReader.Get(ctx, key, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("confirm task %s is gone: %w", key, err)
+	}
+	var errs []error
+	for _, job := range orphans {
+		if err == nil && metav1.GetControllerOf(&job).UID == live.UID {
+			continue // the Task exists; the cache had not caught up
+		}
+		errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// tell records the Events of a stored status and counts them.
 func (r *Reconciler) tell(s *scope) {
 	for _, e := range s.events {
 		r.record(s.task, e)
@@ -351,13 +580,6 @@ func (r *Reconciler) tell(s *scope) {
 			runsFailed.Inc()
 		}
 	}
-	var gone []string
-	for _, j := range s.jobs {
-		if j.Gone {
-			gone = append(gone, j.Name)
-		}
-	}
-	r.expect.consumed(s.task, gone)
 }
 
 // record records an Event on the Task. Events about an action taken (a Job created, replaced)
