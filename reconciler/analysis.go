@@ -33,6 +33,11 @@ type record struct {
 	job      v1.JobReference
 	outcome  v1.RunOutcome
 	finished time.Time
+	// retryAt is when the next attempt is due; zero when none follows.
+	retryAt time.Time
+	// replaced says the attempt ended because a newer run replaced it (policy Replace); it is
+	// only known in the reconcile that replaced it, and is not a failure worth reporting.
+	replaced bool
 }
 
 func (r *record) toAPI() *v1.RunRecord {
@@ -45,6 +50,7 @@ func (r *record) toAPI() *v1.RunRecord {
 		Job:           r.job,
 		Outcome:       r.outcome,
 		FinishTime:    timePtr(r.finished),
+		RetryTime:     timePtr(r.retryAt),
 	}
 }
 
@@ -57,6 +63,7 @@ func recordFromAPI(rr *v1.RunRecord) *record {
 		job:      rr.Job,
 		outcome:  rr.Outcome,
 		finished: timeOf(rr.FinishTime),
+		retryAt:  timeOf(rr.RetryTime),
 	}
 }
 
@@ -102,16 +109,20 @@ func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 	}
 	stored := storedRecord(task)
 	a.rec, a.previous = fold(stored, jobs, now)
-	// lastError says why the latest finished attempt failed; a success clears it. A failure
-	// already stored keeps the message stored with it.
+	// A newly failed attempt decides now whether, and when, a retry follows. lastError says why
+	// the latest finished attempt failed; a success clears it. A failure already stored keeps
+	// the message and the retry time stored with it.
 	for _, r := range []*record{a.previous, a.rec} {
 		switch {
-		case r == nil:
+		case r == nil || r.replaced:
 		case r.outcome == v1.RunSucceeded:
 			a.lastError = ""
 		case r.outcome == v1.RunFailed && newlyFinished(stored, r):
 			if j := findJob(jobs, r.job.Name); j != nil {
 				a.lastError = j.failure()
+			}
+			if canRetry(task, r.run.Attempt) {
+				r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
 			}
 		}
 	}
@@ -153,21 +164,18 @@ func (a *analysis) setPhase(task *v1.Task) {
 		a.phase = runSucceeded
 	case a.retryable(task):
 		a.phase = runRetryPending
-		a.retryAt = a.rec.finished.Add(nextRetryDelay(backoffOf(task), a.rec.run.Attempt))
+		a.retryAt = a.rec.retryAt
 	default:
 		a.phase = runFailed
 		a.exhausted = !canRetry(task, a.rec.run.Attempt)
 	}
 }
 
-// retryable says whether the failed current run gets another attempt: it has retries left, its
-// failure was not already reported as final (a Failed one-shot Task stays failed whatever its
-// spec says later), and for a scheduled Task no later schedule time has come due.
+// retryable says whether the failed current run gets another attempt: a retry was decided when
+// it failed (so a run that failed for good stays failed whatever the spec says later), the spec
+// still allows it, and for a scheduled Task no later schedule time has come due.
 func (a *analysis) retryable(task *v1.Task) bool {
-	if !canRetry(task, a.rec.run.Attempt) {
-		return false
-	}
-	if task.Status.Phase == v1.PhaseFailed {
+	if a.rec.retryAt.IsZero() || !canRetry(task, a.rec.run.Attempt) {
 		return false
 	}
 	if task.Spec.Schedule == nil || a.invalid != nil {
@@ -213,7 +221,7 @@ func settle(rec *record, jobs []observedJob, now time.Time) *record {
 	case j.Missing:
 		out.outcome, out.finished = v1.RunFailed, now
 	case j.Deleting:
-		out.outcome, out.finished = v1.RunFailed, j.Finished
+		out.outcome, out.finished, out.replaced = v1.RunFailed, j.Finished, j.Replaced
 	}
 	return &out
 }
@@ -267,7 +275,7 @@ func legacyRecord(task *v1.Task) *record {
 	case st.Phase == v1.PhaseFailed:
 		rec.outcome, rec.finished = v1.RunFailed, timeOf(st.CompletionTime)
 	case st.Phase == v1.PhaseRetrying && st.NextRunTime != nil:
-		rec.outcome = v1.RunFailed
+		rec.outcome, rec.retryAt = v1.RunFailed, st.NextRunTime.Time
 		rec.finished = st.NextRunTime.Add(-nextRetryDelay(backoffOf(task), rec.run.Attempt))
 	case conditionTrue(st.Conditions, v1.ConditionSucceeded):
 		rec.outcome, rec.finished = v1.RunSucceeded, timeOf(st.LastPhaseTransitionTime)

@@ -149,7 +149,7 @@ func latestFinished(a analysis) (runPhase, *record) {
 	if a.phase.finished() {
 		return a.phase, a.rec
 	}
-	if p := a.previous; p != nil {
+	if p := a.previous; p != nil && !p.replaced {
 		switch p.outcome {
 		case v1.RunSucceeded:
 			return runSucceeded, p

@@ -101,3 +101,10 @@ func run(s int, n int32, outcome v1.RunOutcome, finishedAt int) *v1.RunRecord {
 	}
 	return r
 }
+
+// retrying is the stored record of a failed attempt whose retry is due at second retryAt.
+func retrying(s int, n int32, finishedAt, retryAt int) *v1.RunRecord {
+	r := run(s, n, v1.RunFailed, finishedAt)
+	r.RetryTime = mtime(retryAt)
+	return r
+}

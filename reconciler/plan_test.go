@@ -50,7 +50,7 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "retry due although every Job is gone",
-			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 2, CurrentRun: run(0, 2, v1.RunFailed, 250)})),
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 2, CurrentRun: retrying(0, 2, 250, 252)})),
 			now:  at(252), want: want{create: &runID{Attempt: 3}},
 		},
 		{name: "exhausted: nothing", task: newTask(maxRetries(0)), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}, now: at(999)},
@@ -218,7 +218,7 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "schedule removed with a retry due: the retry of that run",
-			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: run(60, 1, v1.RunFailed, 70), LastScheduleTime: mtime(60)})),
+			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: retrying(60, 1, 70, 71), LastScheduleTime: mtime(60)})),
 			now:  at(500),
 			want: want{create: &runID{Scheduled: at(60), Attempt: 2}},
 		},

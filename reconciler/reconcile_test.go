@@ -493,3 +493,108 @@ func TestReconcileScheduleAdded(t *testing.T) {
 		t.Fatalf("first scheduled run: %+v", got)
 	}
 }
+
+// TestReconcileUpgrade: a Task and its Jobs written by an earlier release (names "<task>-<n>",
+// no run-outcome finalizer, a status without currentRun) are taken over without running
+// anything again: the running Job gets the finalizer and stays the run.
+func TestReconcileUpgrade(t *testing.T) {
+	task := newTask(func(t *v1.Task) {
+		t.Finalizers = []string{v1.FinalizerJobs}
+		t.Status = v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1,
+			LastJob: &v1.JobReference{Name: "t-1"}, ActiveJobs: []v1.JobReference{{Name: "t-1"}}}
+	})
+	e := newFakeEnv(t, task)
+	old := buildJob(task, e.r.opts, runID{Attempt: 1})
+	old.Name, old.Finalizers = "t-1", nil // as an earlier release named and made it
+	if err := e.c.Create(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-1"}) {
+		t.Fatalf("Jobs %v after the upgrade, want only t-1", names)
+	}
+	if f := e.job(t, "t-1").Finalizers; !slices.Equal(f, []string{v1.FinalizerRunOutcome}) {
+		t.Errorf("the running Job of the earlier release has finalizers %v", f)
+	}
+	got := e.task(t).Status
+	if got.Phase != v1.PhaseRunning || got.CurrentRun == nil || got.CurrentRun.Job.Name != "t-1" || got.CurrentRun.Attempt != 1 {
+		t.Fatalf("status after the upgrade: %+v", got)
+	}
+	e.clock.SetTime(at(30))
+	e.finishJob(t, "t-1", batchv1.JobComplete, "")
+	e.reconcile(t)
+	e.reconcile(t)
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-1"}) {
+		t.Errorf("Jobs %v after the run, want only t-1", names)
+	}
+	if got := e.task(t); got.Status.Phase != v1.PhaseSucceeded || len(got.Finalizers) != 0 {
+		t.Errorf("after the run: %s, finalizers %v", got.Status.Phase, got.Finalizers)
+	}
+}
+
+// TestReconcileUpgradeFinished: an earlier release's finished Task whose Jobs are gone stays
+// finished; one whose retry was pending retries as the next attempt, not the first again.
+func TestReconcileUpgradeFinished(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status v1.TaskStatus
+		want   []string
+	}{
+		{"succeeded", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseSucceeded, Attempts: 1, LastJob: &v1.JobReference{Name: "t-1"}, CompletionTime: mtime(5)}, nil},
+		{"failed", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseFailed, Attempts: 3, LastJob: &v1.JobReference{Name: "t-3"}, CompletionTime: mtime(5)}, nil},
+		{"retrying", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, LastJob: &v1.JobReference{Name: "t-1"}, NextRunTime: mtime(6)}, []string{"t-0-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFakeEnv(t, newTask(withStatus(tc.status)))
+			e.clock.SetTime(at(100))
+			e.reconcile(t)
+			if names := e.jobNames(t); !slices.Equal(names, tc.want) {
+				t.Errorf("Jobs %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdmissionAndReconcilerAgree is issue #14 item 9: a schedule the admission webhook accepts
+// is one the reconciler runs, and one it refuses the reconciler marks InvalidSchedule; neither
+// panics on a TZ= prefix.
+func TestAdmissionAndReconcilerAgree(t *testing.T) {
+	for _, cron := range []string{"*/5 * * * *", "@hourly", "@every 2s", "CRON_TZ=UTC 0 9 * * *", "TZ=UTC", "TZ=", "CRON_TZ=Europe/Paris", "61 * * * *", "* * * * * *", "", " ", "@every -1s", "@every 0s"} {
+		task := newTask(func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: cron} })
+		admitted := len(v1.Validate(task)) == 0
+		a := analyze(task, nil, at(100))
+		if admitted != (a.invalid == nil) {
+			t.Errorf("%q: admission says valid=%v, the reconciler says invalid=%v", cron, admitted, a.invalid)
+		}
+		st := computeStatus(task, nil, at(100))
+		if !admitted && !conditionTrue(st.Conditions, v1.ConditionStalled) {
+			t.Errorf("%q: refused by admission but not Stalled: %+v", cron, st.Conditions)
+		}
+	}
+}
+
+// TestReconcileEarlierIncarnation: a Task deleted and created again under the same name finds
+// the earlier Task's Job (still held by its finalizer) under the name of its first run. It lets
+// that Job go instead of waiting for it forever, then runs.
+func TestReconcileEarlierIncarnation(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	earlier := newTask(func(t *v1.Task) { t.UID = "earlier-uid" })
+	job := buildJob(earlier, e.r.opts, runID{Attempt: 1})
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if err := e.c.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key}); err == nil {
+		t.Fatal("created a run while the earlier Task's Job held its name")
+	}
+	if names := e.jobNames(t); len(names) != 0 {
+		t.Fatalf("the earlier Task's Job is still there: %v", names)
+	}
+	e.reconcile(t)
+	if got := e.task(t).Status; got.Phase != v1.PhaseRunning || got.CurrentRun.Job.Name != "t-0-1" {
+		t.Fatalf("after the earlier Job went: %+v", got)
+	}
+	if j := e.job(t, "t-0-1"); metav1.GetControllerOf(j).UID != "task-uid" {
+		t.Errorf("Job t-0-1 belongs to %v", metav1.GetControllerOf(j))
+	}
+}

@@ -399,15 +399,30 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 }
 
 // existingJob fetches a Job that a create found already there, and makes sure it is the Task's.
+// A Job left by an earlier Task of the same name (deleted, then created again) is let go and
+// deleted, and the creation is tried again once it is gone.
 func (r *Reconciler) existingJob(ctx context.Context, task *v1.Task, name string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
 	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job); err != nil {
 		return nil, fmt.Errorf("get existing job %s: %w", name, err)
 	}
-	if !metav1.IsControlledBy(job, task) {
+	if metav1.IsControlledBy(job, task) {
+		return job, nil
+	}
+	owner := metav1.GetControllerOf(job)
+	if owner == nil || owner.Kind != v1.Kind || owner.Name != task.Name {
 		return nil, fmt.Errorf("create job %s: a Job of that name exists and is not controlled by this Task", name)
 	}
-	return job, nil
+	if err := r.removeJobFinalizer(ctx, job.Namespace, job.Name); err != nil {
+		return nil, err
+	}
+	if job.DeletionTimestamp == nil {
+		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("delete job %s of an earlier task %s: %w", name, task.Name, err)
+		}
+	}
+	return nil, fmt.Errorf("create job %s: the Job of an earlier Task named %s is still being deleted", name, task.Name)
 }
 
 // pruneHistory deletes finished Jobs past the history limits.

@@ -85,14 +85,14 @@ func TestComputeStatus(t *testing.T) {
 			name: "first attempt failed: retry after the initial backoff",
 			task: newTask(),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150)},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "BackoffLimitExceeded", run: run(0, 1, v1.RunFailed, 150),
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "BackoffLimitExceeded", run: retrying(0, 1, 150, 151),
 				conditions: oneShotConds("Retrying")},
 		},
 		{
 			name: "second attempt failed: backoff doubles",
 			task: newTask(withStatus(v1.TaskStatus{Attempts: 1, CurrentRun: run(0, 1, v1.RunFailed, 150), LastError: "Job t-0-1 failed"})),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250)},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 2, lastJob: j2, nextRun: mtime(252), lastError: "Job t-0-2 failed", run: run(0, 2, v1.RunFailed, 250)},
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 2, lastJob: j2, nextRun: mtime(252), lastError: "Job t-0-2 failed", run: retrying(0, 2, 250, 252)},
 		},
 		{
 			name: "retries exhausted",
@@ -142,7 +142,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name: "failed Job removed by its TTL while its retry is pending",
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, LastJob: ref(j1), NextRunTime: mtime(151), LastError: "Job t-0-1 failed",
-				CurrentRun: run(0, 1, v1.RunFailed, 150)})),
+				CurrentRun: retrying(0, 1, 150, 151)})),
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "Job t-0-1 failed"},
 		},
 		{
@@ -158,6 +158,15 @@ func TestComputeStatus(t *testing.T) {
 			want: wantStatus{phase: v1.PhaseFailed, attempts: 1, lastJob: j1, completion: mtime(150), lastError: "Job t-0-1 failed"},
 		},
 		{
+			// Found by review: the retry decision is durable. A run that failed for good does not
+			// come back when maxRetries is raised and a schedule is added.
+			name: "a failed run stays failed when maxRetries is raised and a schedule added",
+			task: newTask(maxRetries(5), scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseScheduled, Attempts: 1,
+				LastJob: ref(j1), LastError: "Job t-0-1 failed", CurrentRun: run(0, 1, v1.RunFailed, 150),
+				ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(990)}})),
+			want: wantStatus{phase: v1.PhaseScheduled, attempts: 1, lastJob: j1, nextRun: mtime(1020), since: mtime(990), lastError: "Job t-0-1 failed"},
+		},
+		{
 			name: "an active Job confirmed gone from the API server is a failed attempt",
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(j1), ActiveJobs: []v1.JobReference{*ref(j1)},
 				CurrentRun: run(0, 1, v1.RunActive, 0)})),
@@ -171,12 +180,12 @@ func TestComputeStatus(t *testing.T) {
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(j1), ActiveJobs: []v1.JobReference{*ref(j1)},
 				CurrentRun: run(0, 1, v1.RunActive, 0)})),
 			jobs: []observedJob{deleting(oneShotJob(1, jobActive, 0), at(140))},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(141), lastError: "deleted before it finished", run: run(0, 1, v1.RunFailed, 140)},
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(141), lastError: "deleted before it finished", run: retrying(0, 1, 140, 141)},
 		},
 		{
 			name: "older Jobs kept, newest gone: the record knows the attempt",
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 2, LastJob: ref(j2), NextRunTime: mtime(252), LastError: "Job t-0-2 failed",
-				CurrentRun: run(0, 2, v1.RunFailed, 250)})),
+				CurrentRun: retrying(0, 2, 250, 252)})),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150)},
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 2, lastJob: j2, nextRun: mtime(252), lastError: "Job t-0-2 failed"},
 		},
@@ -189,9 +198,9 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name: "a recorded outcome is final",
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, LastJob: ref(j1), NextRunTime: mtime(141), LastError: "Job t-0-1 was deleted before it finished",
-				CurrentRun: run(0, 1, v1.RunFailed, 140)})),
+				CurrentRun: retrying(0, 1, 140, 141)})),
 			jobs: []observedJob{deleting(oneShotJob(1, jobSucceeded, 145), at(140))},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(141), lastError: "deleted before it finished", run: run(0, 1, v1.RunFailed, 140)},
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(141), lastError: "deleted before it finished", run: retrying(0, 1, 140, 141)},
 		},
 		{
 			name: "status of an earlier release: succeeded, Job gone",
@@ -270,7 +279,7 @@ func TestComputeStatus(t *testing.T) {
 			// the record, not in the Job.
 			name: "scheduled retry pending after its failed Job was deleted",
 			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, LastJob: ref(s60),
-				LastScheduleTime: mtime(60), LastError: "Job t-1767225660-1 failed", CurrentRun: run(60, 1, v1.RunFailed, 70),
+				LastScheduleTime: mtime(60), LastError: "Job t-1767225660-1 failed", CurrentRun: retrying(60, 1, 70, 71),
 				ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}})),
 			now:  71,
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "failed", since: mtime(0)},
@@ -347,6 +356,21 @@ func TestComputeStatus(t *testing.T) {
 				lastError: "Job t-1767225660-1 failed", run: run(120, 1, v1.RunActive, 0), conditions: map[string]string{"Failed": "True/RunFailed", "Ready": "False/LastRunFailed"}},
 		},
 		{
+			// Found by review: a run deleted by policy Replace is not a failed run; Ready stays.
+			name: "a run replaced by the next one is not reported as failed",
+			task: newTask(scheduled(v1.ReplaceConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(s60),
+				ActiveJobs: []v1.JobReference{*ref(s60)}, LastScheduleTime: mtime(60), CurrentRun: run(60, 1, v1.RunActive, 0),
+				ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}})),
+			jobs: []observedJob{func() observedJob {
+				j := schedJob(60, 1, jobActive, 0)
+				j.Deleting, j.Replaced, j.Finished = true, true, at(120)
+				return j
+			}(), schedJob(120, 1, jobActive, 0)},
+			now: 120,
+			want: wantStatus{phase: v1.PhaseRunning, attempts: 1, active: []string{s120}, lastJob: s120, lastSchedule: mtime(120), nextRun: mtime(180), since: mtime(0),
+				run: run(120, 1, v1.RunActive, 0), conditions: map[string]string{"Failed": "False/NoRunFinished", "Ready": "True/Healthy"}},
+		},
+		{
 			// Issue #14 item 8: a schedule added to an old Task counts from when it was added.
 			name: "schedule added to a one-shot Task that succeeded long ago",
 			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseSucceeded, Attempts: 1, LastJob: ref(j1),
@@ -382,7 +406,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name: "schedule removed: a pending retry of the latest run goes on",
 			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, LastJob: ref(s60), LastScheduleTime: mtime(60),
-				CurrentRun: run(60, 1, v1.RunFailed, 70), LastError: "Job t-1767225660-1 failed"})),
+				CurrentRun: retrying(60, 1, 70, 71), LastError: "Job t-1767225660-1 failed"})),
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "failed"},
 		},
 		{

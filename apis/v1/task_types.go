@@ -302,9 +302,16 @@ type RunRecord struct {
 	// +required
 	Outcome RunOutcome `json:"outcome"`
 
-	// FinishTime is when the latest attempt ended; a retry's backoff counts from it.
+	// FinishTime is when the latest attempt ended.
 	// +optional
 	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+
+	// RetryTime is when the next attempt is due, decided when the latest attempt failed; unset
+	// when no retry follows. Lowering maxRetries, suspending the Task or a later schedule time
+	// coming due still cancels it; raising maxRetries after the run failed for good does not
+	// bring it back.
+	// +optional
+	RetryTime *metav1.Time `json:"retryTime,omitempty"`
 }
 
 // ObservedSchedule is the schedule the status was computed for, and since when it applies:
