@@ -1,0 +1,336 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/testenv"
+)
+
+// The tests of issue #14, "exactly-once runs that survive restarts, TTL, cache lag and schedule
+// edits", that need the API server, the TTL controller or a restart. Each watches every Job of
+// its namespace and fails if any attempt of any run had two Jobs.
+
+// TestTTLZeroWhileOperatorAway is item 1: the operator is stopped while the run's Job finishes
+// and its TTL of 0 deletes it. The Job's finalizer keeps it readable until the restarted operator
+// has recorded the success: no retry, Succeeded, even with maxRetries 0.
+func TestTTLZeroWhileOperatorAway(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("brief", withLabels(testenv.RunSecondsLabel, "3"), func(t *v1.Task) {
+		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+	}))
+	e.eventually("the run to be recorded as started", func() (bool, string) {
+		got := e.get(task.Name)
+		return len(got.Status.ActiveJobs) == 1, describe(got)
+	})
+	e.op.stop(t)
+	e.eventually("the TTL controller to delete the finished Job", func() (bool, string) {
+		jobs := e.jobs(task.Name)
+		return len(jobs) == 1 && jobs[0].DeletionTimestamp != nil && isComplete(&jobs[0]), fmt.Sprint(w.of(task.Name))
+	})
+	e.op = e.startOperator()
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 1 || got.Status.CurrentRun == nil || got.Status.CurrentRun.Outcome != v1.RunSucceeded {
+		t.Errorf("after the restart: %s, run %+v", describe(got), got.Status.CurrentRun)
+	}
+	wantKstatus(t, got, kstatus.CurrentStatus)
+	e.eventually("the Job to go and the Task to be released", func() (bool, string) {
+		got := e.get(task.Name)
+		n := len(e.jobs(task.Name))
+		return n == 0 && len(got.Finalizers) == 0, fmt.Sprintf("%d Jobs, finalizers %v", n, got.Finalizers)
+	})
+	if names := w.names(task.Name); len(names) != 1 {
+		t.Errorf("Jobs %v, want exactly one run", names)
+	}
+	w.checkOnce(t)
+}
+
+// TestCacheLag is item 2: the operator's cache never shows the Job it created (a lagging cache,
+// or a policy that stripped its labels). Past the expectation timeout the operator reads the Job
+// from the API server, follows it there, and never starts a second attempt beside it, also not
+// after a restart.
+func TestCacheLag(t *testing.T) {
+	t.Parallel()
+	e := newEnvWithoutOperator(t)
+	w := e.watchJobs()
+	hidden := func(name string) bool { return strings.HasPrefix(name, "lag-") }
+	e.op = e.startOperatorWith(operatorOptions{hide: hidden, expectationTimeout: 2 * time.Second})
+	task := e.create(e.task("lag", withLabels(testenv.RunSecondsLabel, "8")))
+	e.eventually("the Job, read past the cache, to be recorded", func() (bool, string) {
+		got := e.get(task.Name)
+		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, describe(got)
+	})
+	e.op.stop(t)
+	e.op = e.startOperatorWith(operatorOptions{hide: hidden, expectationTimeout: 2 * time.Second})
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 1 {
+		t.Errorf("after the run: %s", describe(got))
+	}
+	if names := w.names(task.Name); !slices.Equal(names, []string{"lag-0-1"}) {
+		t.Errorf("Jobs %v, want only lag-0-1", names)
+	}
+	w.checkOnce(t)
+}
+
+// TestDeleteActiveRetryJob is item 3: deleting a scheduled Task's active retry Job cancels that
+// attempt. It is recorded as failed; it is never re-created under its name.
+func TestDeleteActiveRetryJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("cancel", withLabels(outcome, fail), withRetries(1), func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 30s", ConcurrencyPolicy: v1.ForbidConcurrent}
+	}))
+	e.eventually("the first attempt", func() (bool, string) {
+		names := w.names(task.Name)
+		return len(names) == 1, fmt.Sprint(names)
+	})
+	e.update(task.Name, func(t *v1.Task) { t.Labels[outcome] = hang }) // the retry hangs
+	var retry string
+	e.eventually("the retry to run", func() (bool, string) {
+		got := e.get(task.Name)
+		if got.Status.Attempts == 2 && len(got.Status.ActiveJobs) == 1 {
+			retry = got.Status.ActiveJobs[0].Name
+		}
+		return retry != "", describe(got)
+	})
+	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: retry}},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("delete the retry's Job: %v", err)
+	}
+	e.eventually("the deleted attempt to be recorded as failed and its Job to go", func() (bool, string) {
+		got := e.get(task.Name)
+		err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: retry}, &batchv1.Job{})
+		recorded := got.Status.CurrentRun != nil && got.Status.CurrentRun.Attempt == 2 && got.Status.CurrentRun.Outcome == v1.RunFailed
+		return recorded && apierrors.IsNotFound(err), fmt.Sprintf("%s; job: %v", describe(got), err)
+	})
+	got := e.get(task.Name)
+	if !strings.Contains(got.Status.LastError, "deleted before it finished") || !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionFailed) {
+		t.Errorf("after the deletion: %s, conditions %+v", describe(got), got.Status.Conditions)
+	}
+	seen := 0
+	for _, j := range w.of(task.Name) {
+		if j.Name == retry {
+			seen++
+		}
+		if j.Attempt == "3" {
+			t.Errorf("a third attempt %s ran although maxRetries is 1", j.Name)
+		}
+	}
+	if seen != 1 {
+		t.Errorf("Job %s was created %d times", retry, seen)
+	}
+	w.checkOnce(t)
+}
+
+// TestDeleteActiveOneShotJob: deleting the active Job of a one-shot Task with retries left fails
+// that attempt; the next attempt is a new Job after the backoff.
+func TestDeleteActiveOneShotJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("stop", withLabels(outcome, hang), withRetries(1)))
+	e.eventually("the first attempt to run", func() (bool, string) {
+		got := e.get(task.Name)
+		return got.Status.Phase == v1.PhaseRunning, describe(got)
+	})
+	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, outcome) })
+	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stop-0-1"}},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("delete the Job: %v", err)
+	}
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 2 {
+		t.Errorf("after the deletion: %s", describe(got))
+	}
+	if names := w.names(task.Name); !slices.Equal(names, []string{"stop-0-1", "stop-0-2"}) {
+		t.Errorf("Jobs %v, want stop-0-1 then stop-0-2", names)
+	}
+	w.checkOnce(t)
+}
+
+// TestScheduledRetryAfterTTL is item 4: a scheduled run's failed Job is deleted by a TTL of 0
+// long before its retry is due. The retry happens anyway: it is in the status, not in the Job.
+func TestScheduledRetryAfterTTL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("ttl-retry", withLabels(outcome, fail), withRetries(2), func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 25s", ConcurrencyPolicy: v1.ForbidConcurrent}
+		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+		t.Spec.Retry.Backoff.Initial = &metav1.Duration{Duration: 6 * time.Second}
+		t.Spec.Retry.Backoff.Max = &metav1.Duration{Duration: 6 * time.Second}
+	}))
+	e.eventually("the first attempt", func() (bool, string) {
+		names := w.names(task.Name)
+		return len(names) == 1, fmt.Sprint(names)
+	})
+	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, outcome) }) // the retry succeeds
+	e.eventually("the retry of the same run to succeed", func() (bool, string) {
+		got := e.get(task.Name)
+		r := got.Status.CurrentRun
+		return r != nil && r.Attempt == 2 && r.Outcome == v1.RunSucceeded, describe(got)
+	})
+	jobs := w.of(task.Name)
+	if len(jobs) < 2 || jobs[0].Scheduled != jobs[1].Scheduled || jobs[0].Outcome != "Failed" || !jobs[0].Deleted {
+		t.Errorf("Jobs %v: want a failed first attempt deleted by its TTL, then a retry of the same run", jobs)
+	}
+	w.checkOnce(t)
+}
+
+// TestScheduleRemoved is item 5: without its schedule a Task is one-shot, and its latest run is
+// its only run. An active scheduled run finishes and decides the outcome (it is not a Job that
+// "disappeared"); a Task whose schedule never fired runs once.
+func TestScheduleRemoved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	busy := e.create(e.task("was-scheduled", withLabels(testenv.RunSecondsLabel, "6"), func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 3s", ConcurrencyPolicy: v1.ForbidConcurrent}
+	}))
+	idle := e.create(e.task("never-fired", func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 1h"}
+	}))
+	e.eventually("a scheduled run to be active", func() (bool, string) {
+		got := e.get(busy.Name)
+		return len(got.Status.ActiveJobs) == 1, describe(got)
+	})
+	e.waitPhase(idle.Name, v1.PhaseScheduled)
+	for _, name := range []string{busy.Name, idle.Name} {
+		e.update(name, func(t *v1.Task) { t.Spec.Schedule = nil })
+	}
+	got := e.waitPhase(busy.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 1 || !strings.HasSuffix(got.Status.LastJob.Name, "-1") || got.Status.LastError != "" {
+		t.Errorf("the scheduled run did not become the Task's only run: %s", describe(got))
+	}
+	if names := w.names(busy.Name); len(names) != 1 {
+		t.Errorf("Jobs %v, want the one scheduled run", names)
+	}
+	if reasons := e.eventReasons(got); slices.Contains(reasons, v1.EventRunFailed) {
+		t.Errorf("events %v: the active run was reported as failed", reasons)
+	}
+	once := e.waitPhase(idle.Name, v1.PhaseSucceeded)
+	if names := w.names(idle.Name); !slices.Equal(names, []string{"never-fired-0-1"}) || once.Status.Attempts != 1 {
+		t.Errorf("a Task whose schedule never fired: Jobs %v, %s; want it to run once", names, describe(once))
+	}
+	w.checkOnce(t)
+}
+
+// TestScheduleAdded is item 8: a schedule added to an old Task counts from when it was added:
+// no catch-up run, nothing missed.
+func TestScheduleAdded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("late-cron"))
+	e.waitPhase(task.Name, v1.PhaseSucceeded)
+	added := time.Now().Truncate(time.Second)
+	e.update(task.Name, func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 4s"} })
+	e.eventually("a scheduled run", func() (bool, string) {
+		got := e.get(task.Name)
+		return got.Status.LastScheduleTime != nil && got.Status.CurrentRun.Outcome == v1.RunSucceeded, describe(got)
+	})
+	got := e.get(task.Name)
+	since := got.Status.ObservedSchedule.Since.Time
+	if got.Status.MissedRuns != 0 || since.Before(added) || !got.Status.LastScheduleTime.After(since) {
+		t.Errorf("schedule added at %v: since %v, %s, lastScheduleTime %v", added, since, describe(got), got.Status.LastScheduleTime)
+	}
+	for _, j := range w.of(task.Name)[1:] {
+		if sched, err := time.Parse(time.RFC3339, j.Scheduled); err != nil || !sched.After(since) {
+			t.Errorf("Job %s is for %q, before the schedule applied (%v)", j.Name, j.Scheduled, since)
+		}
+	}
+	w.checkOnce(t)
+}
+
+// TestDeleteWithoutOperator is item 13: a finished Task and a scheduled Task between runs hold
+// no finalizer, so they delete, and their Jobs are collected, with no operator running.
+func TestDeleteWithoutOperator(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	done := e.create(e.task("done"))
+	idle := e.create(e.task("idle-cron", func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 1h"} }))
+	e.waitPhase(done.Name, v1.PhaseSucceeded)
+	e.waitPhase(idle.Name, v1.PhaseScheduled)
+	e.eventually("the finalizers to go", func() (bool, string) {
+		a, b := e.get(done.Name), e.get(idle.Name)
+		return len(a.Finalizers)+len(b.Finalizers) == 0, fmt.Sprintf("%v %v", a.Finalizers, b.Finalizers)
+	})
+	e.op.stop(t)
+	for _, task := range []*v1.Task{done, idle} {
+		if err := e.c.Delete(t.Context(), task); err != nil {
+			t.Fatalf("delete %s: %v", task.Name, err)
+		}
+	}
+	e.eventually("the Tasks and their Jobs to be gone without the operator", func() (bool, string) {
+		var tasks v1.TaskList
+		if err := e.c.List(t.Context(), &tasks, client.InNamespace(e.ns)); err != nil {
+			return false, err.Error()
+		}
+		jobs := len(e.jobs(done.Name))
+		return len(tasks.Items) == 0 && jobs == 0, fmt.Sprintf("%d Tasks, %d Jobs", len(tasks.Items), jobs)
+	})
+}
+
+// TestEviction is item 11: an evicted pod (DisruptionTarget) is replaced by the Job controller and
+// does not cost the Task an attempt.
+func TestEviction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("evicted", withLabels(testenv.RunSecondsLabel, "6")))
+	var first corev1.Pod
+	e.eventually("the pod to run", func() (bool, string) {
+		pods := e.pods(task.Name)
+		if len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning {
+			first = pods[0]
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d pods", len(pods))
+	})
+	cs, err := kubernetes.NewForConfig(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: first.Name}}
+	if err := cs.CoreV1().Pods(e.ns).EvictV1(t.Context(), eviction); err != nil {
+		t.Fatalf("evict %s: %v", first.Name, err)
+	}
+	e.eventually("a second pod", func() (bool, string) {
+		pods := e.pods(task.Name)
+		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.UID != first.UID }), fmt.Sprintf("%d pods", len(pods))
+	})
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 1 {
+		t.Errorf("an eviction cost an attempt: %s", describe(got))
+	}
+	jobs := e.jobs(task.Name)
+	if len(jobs) != 1 || jobs[0].Status.Succeeded != 1 {
+		t.Fatalf("Jobs: %d", len(jobs))
+	}
+}
+
+func isComplete(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
