@@ -369,19 +369,27 @@ func withRetries(n int32) func(*v1.Task) {
 // use it) computes for a Task as read from the API server.
 func wantKstatus(t *testing.T, task *v1.Task, want kstatus.Status) {
 	t.Helper()
+	got, err := kstatusOf(task)
+	if err != nil {
+		t.Fatalf("kstatus: %v", err)
+	}
+	if got != want {
+		t.Errorf("kstatus of %s (phase %s) = %s, want %s", task.Name, task.Status.Phase, got, want)
+	}
+}
+
+func kstatusOf(task *v1.Task) (kstatus.Status, error) {
 	task = task.DeepCopy()
 	task.APIVersion, task.Kind = v1.GroupVersion.String(), v1.Kind
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
 	if err != nil {
-		t.Fatalf("kstatus: %v", err)
+		return "", err
 	}
-	if res.Status != want {
-		t.Errorf("kstatus of %s (phase %s) = %s (%s), want %s", task.Name, task.Status.Phase, res.Status, res.Message, want)
-	}
+	return res.Status, nil
 }
 
 // eventually waits with testenv.Eventually for cond, whose message describes the state.

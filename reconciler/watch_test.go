@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -52,13 +53,19 @@ type jobWatch struct {
 
 func (e *env) watchJobs() *jobWatch {
 	e.t.Helper()
-	cs, err := kubernetes.NewForConfig(e.cfg)
+	return newJobWatch(e.t, e.cfg, e.ns)
+}
+
+// newJobWatch watches the Jobs and pods of namespace ns.
+func newJobWatch(t *testing.T, cfg *rest.Config, ns string) *jobWatch {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &jobWatch{jobs: map[types.UID]*jobSeen{}, podJob: map[types.UID]types.UID{}, stop: cancel}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(e.ns))
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	_, _ = f.Batch().V1().Jobs().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.job(obj, false) },
 		UpdateFunc: func(_, obj any) { w.job(obj, false) },
@@ -70,7 +77,7 @@ func (e *env) watchJobs() *jobWatch {
 	})
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
-	e.t.Cleanup(func() { cancel(); f.Shutdown() })
+	t.Cleanup(func() { cancel(); f.Shutdown() })
 	return w
 }
 
