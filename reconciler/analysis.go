@@ -95,6 +95,9 @@ type analysis struct {
 	lastScheduleTime time.Time
 	base             time.Time
 	due              due
+	// heldBack is a due schedule time concurrency policy Forbid holds back until the active
+	// run ends; zero if none.
+	heldBack time.Time
 }
 
 // analyze reads the Task's stored status and its Jobs (everything the controller knows of
@@ -151,6 +154,10 @@ func (a *analysis) analyzeSchedule(task *v1.Task, now time.Time) {
 		a.base = since
 	}
 	a.due = dueRun(sched, a.base, now)
+	s := task.Spec.Schedule
+	if s.ConcurrencyPolicy == v1.ForbidConcurrent && len(a.active) > 0 && !a.due.Latest.IsZero() && !tooLate(a.due.Latest, now, s.StartingDeadlineSeconds) {
+		a.heldBack = a.due.Latest
+	}
 }
 
 // setPhase sums the record up, deciding whether a failed attempt is retried.

@@ -58,7 +58,11 @@ func progressOf(st *v1.TaskStatus, task *v1.Task, a analysis) (bool, string, str
 	attempts := v1.MaxRetriesOf(task) + 1
 	switch st.Phase {
 	case v1.PhaseRunning:
-		return true, v1.ReasonJobActive, fmt.Sprintf("%d Job(s) running; latest attempt %d of %d", len(st.ActiveJobs), st.Attempts, attempts)
+		msg := fmt.Sprintf("%d Job(s) running; latest attempt %d of %d", len(st.ActiveJobs), st.Attempts, attempts)
+		if !a.heldBack.IsZero() {
+			msg += fmt.Sprintf("; the run for %s starts when they end (concurrency policy Forbid)", a.heldBack.UTC().Format(time.RFC3339))
+		}
+		return true, v1.ReasonJobActive, msg
 	case v1.PhaseRetrying:
 		return true, v1.ReasonRetryPending, fmt.Sprintf("attempt %d of %d due at %s", st.Attempts+1, attempts, formatTime(st.NextRunTime))
 	case v1.PhaseScheduled:

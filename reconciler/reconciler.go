@@ -47,6 +47,8 @@ type scope struct {
 	plan   plan
 	// released are the Jobs whose finalizer this reconcile removed.
 	released []string
+	// acted says the plan was made and carried out, so what protects the Task is known.
+	acted bool
 
 	result ctrl.Result
 	// events are recorded once the status is stored.
@@ -83,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := s.patch.Patch(ctx, task); err != nil {
 			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
 			return
+		}
+		if err := r.letGo(ctx, s); err != nil {
+			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
 		}
 		r.tell(s)
 	}()
@@ -164,7 +169,10 @@ func unseen(task *v1.Task, cached map[string]bool, overdue []string) []string {
 	for _, ref := range task.Status.ActiveJobs {
 		add(ref.Name)
 	}
-	if rec := storedRecord(task); rec != nil && rec.outcome == v1.RunActive {
+	// The current attempt's Job, while it may run or, once it ended, may still hold its
+	// finalizer (the Task's own finalizer says so): a Job whose labels were stripped is found
+	// only this way.
+	if rec := storedRecord(task); rec != nil && (rec.outcome == v1.RunActive || controllerutil.ContainsFinalizer(task, v1.FinalizerJobs)) {
 		add(rec.job.Name)
 	}
 	return out
@@ -221,6 +229,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
 	s.plan = planRuns(s.task, analyze(s.task, s.jobs, s.now), s.jobs, s.now)
 	err := r.execute(ctx, s)
 	r.summarize(s)
+	s.acted = true
 	return true, err
 }
 
@@ -465,9 +474,32 @@ func (r *Reconciler) summarize(s *scope) {
 	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
 	}
-	if !r.protects(s) {
-		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
+}
+
+// letGo runs once the status is stored: the outcomes it records are durable now, so the Jobs
+// holding FinalizerRunOutcome for them are released at once (a Job the cache does not show would
+// not be seen again), and then the Task's own finalizer goes if it protects nothing any more.
+func (r *Reconciler) letGo(ctx context.Context, s *scope) error {
+	if !s.acted || s.task.DeletionTimestamp != nil {
+		return nil
 	}
+	for _, o := range releasable(s.task, s.jobs) {
+		if slices.Contains(s.released, o.Name) {
+			continue
+		}
+		if err := r.removeJobFinalizer(ctx, s.task.Namespace, o.Name); err != nil {
+			return err
+		}
+		s.released = append(s.released, o.Name)
+	}
+	if r.protects(s) || !controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs) {
+		return nil
+	}
+	if err := s.patch.Patch(ctx, s.task); err != nil {
+		controllerutil.AddFinalizer(s.task, v1.FinalizerJobs)
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
 }
 
 // protects says whether the Task's finalizer still guards something: a Job that may run or

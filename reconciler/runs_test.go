@@ -1,18 +1,21 @@
 package reconciler_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -333,4 +336,108 @@ func isComplete(job *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+// TestLabelsStrippedByPolicy is item 2 with a real policy: a MutatingAdmissionPolicy strips the
+// task.example.com/name label from every Job of the namespace, on create and update, so the
+// operator's cache never sees them. The operator still finds its Job (by name and owner, read
+// from the API server), follows it, survives a restart, and never starts a second one.
+func TestLabelsStrippedByPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnvWithoutOperator(t)
+	w := e.watchJobs()
+	stripLabel(t, e)
+	e.op = e.startOperatorWith(operatorOptions{expectationTimeout: 2 * time.Second})
+	task := e.create(e.task("stripped", withLabels(controlplane.RunSecondsLabel, "8")))
+	e.eventually("the Job, found past the cache, to be recorded", func() (bool, string) {
+		got := e.get(task.Name)
+		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, describe(got)
+	})
+	e.op.stop(t)
+	e.op = e.startOperatorWith(operatorOptions{expectationTimeout: 2 * time.Second})
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 1 {
+		t.Errorf("after the run: %s", describe(got))
+	}
+	if names := w.names(task.Name); !slices.Equal(names, []string{"stripped-0-1"}) {
+		t.Errorf("Jobs %v, want only stripped-0-1", names)
+	}
+	job := &batchv1.Job{}
+	if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: "stripped-0-1"}, job); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := job.Labels[v1.LabelTaskName]; ok {
+		t.Errorf("the policy did not strip the label: %v", job.Labels)
+	}
+	e.eventually("the Job to be released", func() (bool, string) {
+		if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err.Error()
+		}
+		return len(job.Finalizers) == 0, fmt.Sprint(job.Finalizers)
+	})
+	w.checkOnce(t)
+}
+
+// stripLabel installs a MutatingAdmissionPolicy that removes task.example.com/name from the
+// Jobs of the env's namespace, and waits until the API server applies it.
+func stripLabel(t *testing.T, e *env) {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{admissionv1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(e.cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "strip-task-label-" + e.ns
+	policy := &admissionv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+				},
+			}}},
+			Mutations: []admissionv1.Mutation{{
+				PatchType: admissionv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionv1.JSONPatch{Expression: `has(object.metadata.labels) && "task.example.com/name" in object.metadata.labels ? ` +
+					`[JSONPatch{op: "remove", path: "/metadata/labels/task.example.com~1name"}] : []`},
+			}},
+			FailurePolicy:      ptr.To(admissionv1.Fail),
+			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
+		},
+	}
+	binding := &admissionv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: name,
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: e.ns},
+			}},
+		},
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatalf("create %T: %v", obj, err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	}
+	probe := e.task("probe")
+	e.eventually("the policy to strip labels", func() (bool, string) {
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, GenerateName: "probe-", Labels: map[string]string{v1.LabelTaskName: probe.Name}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}},
+			}}},
+		}
+		if err := c.Create(t.Context(), job, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		_, kept := job.Labels[v1.LabelTaskName]
+		return !kept, fmt.Sprint(job.Labels)
+	})
 }

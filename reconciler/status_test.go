@@ -30,6 +30,8 @@ type wantStatus struct {
 	run *v1.RunRecord
 	// since, when set, is when observedSchedule says the schedule applies from.
 	since *metav1.Time
+	// progress is a substring of the Progressing condition's message.
+	progress string
 }
 
 func TestComputeStatus(t *testing.T) {
@@ -257,6 +259,14 @@ func TestComputeStatus(t *testing.T) {
 			now:  90,
 			want: wantStatus{phase: v1.PhaseRunning, attempts: 1, active: []string{s60}, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(120), since: mtime(0),
 				run: run(60, 1, v1.RunActive, 0), conditions: map[string]string{"Ready": "True/Healthy", "Reconciling": "False/AsExpected"}},
+		},
+		{
+			name: "Forbid: a due time held back is told in Progressing",
+			task: newTask(scheduled(v1.ForbidConcurrent)),
+			jobs: []observedJob{schedJob(60, 1, jobActive, 0)},
+			now:  130,
+			want: wantStatus{phase: v1.PhaseRunning, attempts: 1, active: []string{s60}, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(180), since: mtime(0),
+				progress: "the run for 2026-01-01T00:02:00Z starts when they end"},
 		},
 		{
 			name: "scheduled run succeeded",
@@ -500,6 +510,9 @@ func checkStatus(t *testing.T, got v1.TaskStatus, want wantStatus, generation in
 	}
 	if got.CurrentRun != nil && got.Attempts != got.CurrentRun.Attempt {
 		t.Errorf("attempts %d but currentRun.attempt %d", got.Attempts, got.CurrentRun.Attempt)
+	}
+	if c := meta.FindStatusCondition(got.Conditions, v1.ConditionProgressing); want.progress != "" && (c == nil || !strings.Contains(c.Message, want.progress)) {
+		t.Errorf("Progressing = %+v, want its message to contain %q", c, want.progress)
 	}
 	if want.since != nil {
 		if got.ObservedSchedule == nil {
