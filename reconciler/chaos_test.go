@@ -374,6 +374,7 @@ type chaosReport struct {
 	jobsDeleted, scheduleEdits, fixes           int64
 	sigkills, leaderChanges                     int
 	twice, rerunAfterSuccess, extraPods         int
+	cancelledAtSuccess                          int
 	wrongEnd, statusLies, finalizersLeft, other int
 	examples                                    []string
 }
@@ -401,6 +402,7 @@ func (r *chaosReport) String() string {
 	fmt.Fprintf(&b, "  Jobs (attempts) created       %d for %d runs: %d retries; %d completed, %d failed\n", r.jobs, r.runs, r.retries, r.completed, r.jobsFailed)
 	fmt.Fprintf(&b, "  chaos                         %d SIGKILLs, %d leader changes, %d Jobs deleted, %d schedule edits, %d Tasks fixed\n",
 		r.sigkills, r.leaderChanges, r.jobsDeleted, r.scheduleEdits, r.fixes)
+	fmt.Fprintf(&b, "  deleted as their pod succeeded %d (the Job never completed: a cancelled attempt, retried)\n", r.cancelledAtSuccess)
 	fmt.Fprintf(&b, "  attempts run twice            %d\n", r.twice)
 	fmt.Fprintf(&b, "  succeeded runs run again      %d\n", r.rerunAfterSuccess)
 	fmt.Fprintf(&b, "  Jobs with more than one pod   %d\n", r.extraPods)
@@ -437,6 +439,9 @@ func (c *chaos) check(ctx context.Context) *chaosReport {
 		}
 		if len(j.Pods) > 1 {
 			r.violate(&r.extraPods, "Job %s ran %d pods", j.Name, len(j.Pods))
+		}
+		if j.PodSucceeded && j.Outcome != "Complete" {
+			r.cancelledAtSuccess++
 		}
 	}
 	for key, n := range attempts {

@@ -34,6 +34,8 @@ type jobSeen struct {
 	Deleted bool
 	// Pods are the UIDs of the pods the Job controller created for it.
 	Pods map[types.UID]bool
+	// PodSucceeded says one of its pods ended Succeeded.
+	PodSucceeded bool
 }
 
 // runKey names an attempt of a run of a Task: what must never execute twice.
@@ -48,7 +50,9 @@ type jobWatch struct {
 	jobs map[types.UID]*jobSeen
 	// podJob maps pods to the Job that owns them, for pods seen before their Job.
 	podJob map[types.UID]types.UID
-	stop   context.CancelFunc
+	// podOK holds the pods seen Succeeded.
+	podOK map[types.UID]bool
+	stop  context.CancelFunc
 }
 
 func (e *env) watchJobs() *jobWatch {
@@ -64,7 +68,7 @@ func newJobWatch(t *testing.T, cfg *rest.Config, ns string) *jobWatch {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &jobWatch{jobs: map[types.UID]*jobSeen{}, podJob: map[types.UID]types.UID{}, stop: cancel}
+	w := &jobWatch{jobs: map[types.UID]*jobSeen{}, podJob: map[types.UID]types.UID{}, podOK: map[types.UID]bool{}, stop: cancel}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	_, _ = f.Batch().V1().Jobs().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.job(obj, false) },
@@ -101,6 +105,7 @@ func (w *jobWatch) job(obj any, deleted bool) {
 		for pod, owner := range w.podJob {
 			if owner == job.UID {
 				j.Pods[pod] = true
+				j.PodSucceeded = j.PodSucceeded || w.podOK[pod]
 			}
 		}
 	}
@@ -138,8 +143,12 @@ func (w *jobWatch) pod(obj any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.podJob[pod.UID] = owner
+	if pod.Status.Phase == corev1.PodSucceeded {
+		w.podOK[pod.UID] = true
+	}
 	if j := w.jobs[owner]; j != nil {
 		j.Pods[pod.UID] = true
+		j.PodSucceeded = j.PodSucceeded || w.podOK[pod.UID]
 	}
 }
 
