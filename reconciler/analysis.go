@@ -112,22 +112,8 @@ func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 	}
 	stored := storedRecord(task)
 	a.rec, a.previous = fold(stored, jobs, now)
-	// A newly failed attempt decides now whether, and when, a retry follows. lastError says why
-	// the latest finished attempt failed; a success clears it. A failure already stored keeps
-	// the message and the retry time stored with it.
 	for _, r := range []*record{a.previous, a.rec} {
-		switch {
-		case r == nil || r.replaced:
-		case r.outcome == v1.RunSucceeded:
-			a.lastError = ""
-		case r.outcome == v1.RunFailed && newlyFinished(stored, r):
-			if j := findJob(jobs, r.job.Name); j != nil {
-				a.lastError = j.failure()
-			}
-			if canRetry(task, r.run.Attempt) {
-				r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
-			}
-		}
+		a.recordOutcome(task, stored, r, jobs)
 	}
 	a.lastScheduleTime = timeOf(task.Status.LastScheduleTime)
 	if a.rec != nil && a.rec.run.Scheduled.After(a.lastScheduleTime) {
@@ -138,6 +124,24 @@ func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 	}
 	a.setPhase(task)
 	return a
+}
+
+// recordOutcome takes in how r ended. A newly failed attempt decides now whether, and when, a
+// retry follows; lastError says why the latest finished attempt failed, and a success clears
+// it. A failure already stored keeps the message and the retry time stored with it.
+func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observedJob) {
+	switch {
+	case r == nil || r.replaced:
+	case r.outcome == v1.RunSucceeded:
+		a.lastError = ""
+	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
+		if j := findJob(jobs, r.job.Name); j != nil {
+			a.lastError = j.failure()
+		}
+		if canRetry(task, r.run.Attempt) {
+			r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
+		}
+	}
 }
 
 // analyzeSchedule parses the schedule and finds the schedule times due.

@@ -17,9 +17,10 @@
 //   - events.go:     which Events a status transition deserves (transitionEvents)
 //
 // The reconciler (reconciler.go) reads from the manager's cache, reads past it what the cache
-// cannot vouch for, runs a short list of phase functions over a scope, and patches the Task's
-// status once, in a deferred call, with only what changed and guarded by its resourceVersion
-// (patch.go). In-memory expectations (expectations.go) keep it from acting on a cache that has
+// cannot vouch for (lookup.go), runs a short list of phase functions over a scope, and patches
+// the Task's status once, in a deferred call, with only what changed and guarded by its
+// resourceVersion (patch.go); then it lets go of what the stored status made safe to let go
+// (finalizers.go). In-memory expectations (expectations.go) keep it from acting on a cache that has
 // not caught up with its own writes. setup.go wires it into a manager (SetupWithManager,
 // CacheOptions); metrics.go holds its Prometheus metrics.
 //
