@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/e2e/controlplane"
+	"example.com/task-operator/internal/testenv"
 )
 
 // The chaos test (issue #14, "proof under chaos"). A smoke size (30 Tasks, 40 s) runs in
@@ -176,7 +176,7 @@ func (c *chaos) createTasks(ctx context.Context, n int) {
 		kind := []chaosKind{kindOnce, kindOnce, kindOnce, kindOnce, kindFlaky, kindFlaky, kindDoomed, kindCron, kindCron, kindCron}[i%10]
 		task := &v1.Task{
 			ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: fmt.Sprintf("%s-%03d", kindPrefix(kind), i), Labels: map[string]string{
-				controlplane.RunSecondsLabel: strconv.Itoa(1 + c.intn(3)),
+				testenv.RunSecondsLabel: strconv.Itoa(1 + c.intn(3)),
 			}},
 			Spec: v1.TaskSpec{
 				Runner: v1.Runner{Type: v1.RunnerShell, Shell: &v1.ShellRunner{Script: "true"}},

@@ -343,7 +343,7 @@ func TestRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	task := e.create(e.task("survivor", withLabels(testenv.RunSecondsLabel, "6")))
-	e.waitPhase(task.Name, v1.PhaseRunning)
+	wantKstatus(t, e.waitPhase(task.Name, v1.PhaseRunning), kstatus.InProgressStatus)
 	e.op.stop(t)
 	e.op = e.startOperator()
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)

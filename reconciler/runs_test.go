@@ -348,7 +348,7 @@ func TestLabelsStrippedByPolicy(t *testing.T) {
 	w := e.watchJobs()
 	stripLabel(t, e)
 	e.op = e.startOperatorWith(operatorOptions{expectationTimeout: 2 * time.Second})
-	task := e.create(e.task("stripped", withLabels(controlplane.RunSecondsLabel, "8")))
+	task := e.create(e.task("stripped", withLabels(testenv.RunSecondsLabel, "8")))
 	e.eventually("the Job, found past the cache, to be recorded", func() (bool, string) {
 		got := e.get(task.Name)
 		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, describe(got)
@@ -440,4 +440,41 @@ func stripLabel(t *testing.T, e *env) {
 		_, kept := job.Labels[v1.LabelTaskName]
 		return !kept, fmt.Sprint(job.Labels)
 	})
+}
+
+// TestScheduledFailureSurvivesJobRemoval is item 6: removing the failed run's Job neither makes
+// a scheduled Task Ready again nor clears lastError. The outcome is in the record, not the Job.
+func TestScheduledFailureSurvivesJobRemoval(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("cron-fails", withLabels(outcome, fail), func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 40s", ConcurrencyPolicy: v1.ForbidConcurrent}
+	}))
+	var failed *v1.Task
+	e.eventually("the run to fail for good", func() (bool, string) {
+		failed = e.get(task.Name)
+		return meta.IsStatusConditionTrue(failed.Status.Conditions, v1.ConditionFailed), describe(failed)
+	})
+	ready := meta.FindStatusCondition(failed.Status.Conditions, v1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionFalse || failed.Status.LastError == "" {
+		t.Fatalf("after the failure: Ready %+v, %s", ready, describe(failed))
+	}
+	job := failed.Status.LastJob.Name
+	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: job}},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the failed run's Job to be gone", func() (bool, string) {
+		err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: job}, &batchv1.Job{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	got := e.get(task.Name)
+	if got.Status.LastJob.Name != job {
+		t.Skipf("the next run started before the check (%s); nothing to conclude", got.Status.LastJob.Name)
+	}
+	if meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionReady) || got.Status.LastError != failed.Status.LastError {
+		t.Errorf("after the Job's removal: Ready %+v, lastError %q (was %q)",
+			meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady), got.Status.LastError, failed.Status.LastError)
+	}
+	wantKstatus(t, got, kstatus.InProgressStatus)
 }
