@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -91,7 +92,7 @@ func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name str
 	}
 	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
 		i, v1.FinalizerRunOutcome, i)
-	err := r.client.Patch(ctx, job, client.RawPatch("application/json-patch+json", patch))
+	err := r.client.Patch(ctx, job, client.RawPatch(types.JSONPatchType, patch))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from job %s: %w", name, err)
 	}
