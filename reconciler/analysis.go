@@ -8,6 +8,12 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
+// deletionSettleTime is how long after a Job's deletion its attempt is judged, when the Job
+// had not finished. The Job controller stops working on a Job being deleted, but a status write
+// it had in flight (counting the success of the last pod) may still land just after the
+// deletion; judging earlier could call a succeeded attempt cancelled and run it again.
+const deletionSettleTime = 5 * time.Second
+
 // runPhase is where the Task's current run stands: the only run of a one-shot Task, the latest
 // started run of a scheduled one.
 type runPhase int
@@ -106,7 +112,7 @@ type analysis struct {
 func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 	a := analysis{lastError: task.Status.LastError}
 	for _, j := range jobs {
-		if j.active() {
+		if j.active() || j.unjudged(now) {
 			a.active = append(a.active, j)
 		}
 	}
@@ -231,7 +237,7 @@ func settle(rec *record, jobs []observedJob, now time.Time) *record {
 		out.outcome, out.finished = v1.RunFailed, j.Finished
 	case j.Missing:
 		out.outcome, out.finished = v1.RunFailed, now
-	case j.Deleting:
+	case j.Deleting && !j.unjudged(now):
 		out.outcome, out.finished, out.replaced = v1.RunFailed, j.Finished, j.Replaced
 	}
 	return &out

@@ -61,6 +61,12 @@ func (j observedJob) gone() bool { return j.Deleting || j.Missing }
 
 func (j observedJob) active() bool { return j.State == jobActive && !j.gone() }
 
+// unjudged says j was deleted before it finished less than deletionSettleTime ago: its pods may
+// still run and its outcome is not decided yet, so it still counts as active.
+func (j observedJob) unjudged(now time.Time) bool {
+	return j.Deleting && !j.Missing && !j.Replaced && j.State == jobActive && now.Before(j.Finished.Add(deletionSettleTime))
+}
+
 // failure is the one-line reason a failed Job gives, for status.lastError.
 func (j observedJob) failure() string {
 	switch {
@@ -112,10 +118,26 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 			o.Reason, o.Message = c.Reason, c.Message
 		}
 	}
+	if o.State == jobActive && o.Deleting && succeededBeforeDeletion(job) {
+		o.State = jobSucceeded
+	}
 	if o.State.finished() && o.Finished.IsZero() {
 		o.Finished = o.Created // a condition without a time: the backoff counts from creation
 	}
 	return o
+}
+
+// succeededBeforeDeletion says the Job controller had counted the Job's success when the Job
+// was deleted: it had set SuccessCriteriaMet or counted every completion, and would have set
+// Complete next. It never will: it stops syncing a Job that is being deleted. For a Job that is
+// not being deleted the controller waits for Complete, which comes once no pod runs any more.
+func succeededBeforeDeletion(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobSuccessCriteriaMet && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return job.Spec.Completions != nil && *job.Spec.Completions > 0 && job.Status.Succeeded >= *job.Spec.Completions
 }
 
 // runOfJob reads the run a Job was created for. Its name says it (names are immutable and made

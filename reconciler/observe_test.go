@@ -49,6 +49,39 @@ func TestObserveJob(t *testing.T) {
 			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobSucceeded, Finished: done.Add(time.Second)},
 		},
 		{
+			name: "success criteria met, pods still terminating: still active",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, "", "")}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobActive},
+		},
+		{
+			name: "deleted after the Job controller counted its success: succeeded",
+			job: job(func(j *batchv1.Job) {
+				j.Spec.Completions = ptr.To[int32](2)
+				j.Status.Succeeded = 2
+				j.DeletionTimestamp = &metav1.Time{Time: done}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobSucceeded, Deleting: true, Finished: done},
+		},
+		{
+			name: "deleted with its success criteria met: succeeded",
+			job: job(func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, "", "")}
+				j.DeletionTimestamp = &metav1.Time{Time: done}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobSucceeded, Deleting: true, Finished: done},
+		},
+		{
+			name: "deleted with one of two completions: cancelled",
+			job: job(func(j *batchv1.Job) {
+				j.Spec.Completions = ptr.To[int32](2)
+				j.Status.Succeeded = 1
+				j.DeletionTimestamp = &metav1.Time{Time: done}
+			}),
+			want: observedJob{Name: "t-1", UID: "u1", Run: runID{Attempt: 1}, Created: created, State: jobActive, Deleting: true, Finished: done},
+		},
+		{
 			name: "failure target alone is still active",
 			job: job(func(j *batchv1.Job) {
 				j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, corev1.ConditionTrue, "DeadlineExceeded", "too slow")}

@@ -109,7 +109,7 @@ func (p plan) missedEvent() (eventSpec, bool) {
 func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 	var out []observedJob
 	for _, j := range active {
-		if j.Suspended != task.Spec.Suspend {
+		if j.Suspended != task.Spec.Suspend && !j.Deleting {
 			out = append(out, j)
 		}
 	}

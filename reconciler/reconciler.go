@@ -325,6 +325,23 @@ func (r *Reconciler) summarize(s *scope) {
 	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
 	}
+	if at := settlesAt(s.jobs, s.now); !at.IsZero() {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, max(at.Sub(s.now), time.Second))
+	}
+}
+
+// settlesAt is when the earliest deleted, unfinished Job still waiting to be judged can be
+// (see deletionSettleTime); zero if none waits.
+func settlesAt(jobs []observedJob, now time.Time) time.Time {
+	var at time.Time
+	for _, j := range jobs {
+		if j.unjudged(now) {
+			if t := j.Finished.Add(deletionSettleTime); at.IsZero() || t.Before(at) {
+				at = t
+			}
+		}
+	}
+	return at
 }
 
 func minPositive(a, b time.Duration) time.Duration {

@@ -185,6 +185,23 @@ func TestComputeStatus(t *testing.T) {
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(141), lastError: "deleted before it finished", run: retrying(0, 1, 140, 141)},
 		},
 		{
+			// Found by TestChaos: a status write the Job controller had in flight may still count
+			// the success of a Job just deleted. The attempt is judged once that can no longer
+			// happen.
+			name: "an active Job deleted a moment ago is not judged yet",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(j1), ActiveJobs: []v1.JobReference{*ref(j1)},
+				CurrentRun: run(0, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{deleting(oneShotJob(1, jobActive, 0), at(998))},
+			want: wantStatus{phase: v1.PhaseRunning, attempts: 1, lastJob: j1, active: []string{j1}, run: run(0, 1, v1.RunActive, 0)},
+		},
+		{
+			name: "a Job whose success the Job controller counted before its deletion succeeded",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(j1), ActiveJobs: []v1.JobReference{*ref(j1)},
+				CurrentRun: run(0, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{deleting(oneShotJob(1, jobSucceeded, 998), at(998))},
+			want: wantStatus{phase: v1.PhaseSucceeded, attempts: 1, lastJob: j1, completion: mtime(998), run: run(0, 1, v1.RunSucceeded, 998)},
+		},
+		{
 			name: "older Jobs kept, newest gone: the record knows the attempt",
 			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 2, LastJob: ref(j2), NextRunTime: mtime(252), LastError: "Job t-0-2 failed",
 				CurrentRun: retrying(0, 2, 250, 252)})),

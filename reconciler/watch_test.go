@@ -123,6 +123,12 @@ func (w *jobWatch) job(obj any, deleted bool) {
 			j.Outcome, j.Finished = string(c.Type), c.LastTransitionTime.Time
 		}
 	}
+	// Counted as a success by the Job controller before the deletion stopped it from saying
+	// Complete.
+	if j.Outcome == "" && job.DeletionTimestamp != nil && (hasCondition(job, batchv1.JobSuccessCriteriaMet) ||
+		job.Spec.Completions != nil && *job.Spec.Completions > 0 && job.Status.Succeeded >= *job.Spec.Completions) {
+		j.Outcome, j.Finished = "Complete", job.DeletionTimestamp.Time
+	}
 	j.Deleted = j.Deleted || deleted
 }
 
@@ -150,6 +156,15 @@ func (w *jobWatch) pod(obj any) {
 		j.Pods[pod.UID] = true
 		j.PodSucceeded = j.PodSucceeded || w.podOK[pod.UID]
 	}
+}
+
+func hasCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == typ && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func controllerOf(refs []metav1.OwnerReference) string {
