@@ -50,6 +50,10 @@
 //   - An attempt whose Job vanished without a trace (its finalizer removed by hand, or a Job
 //     of an earlier release deleted before it was adopted) counts as failed: its outcome cannot
 //     be known, and a retry follows if one is left.
+//   - A Job deleted before it finished is a cancelled attempt unless the Job controller had
+//     counted its success: the Job controller stops counting a Job being deleted, so a pod
+//     that succeeds after the deletion does not make the attempt succeed (it is judged
+//     deletionSettleTime after the deletion, once no status write can still be in flight).
 //   - Within one attempt, the Job controller may run a pod's work again: after an eviction (a
 //     disruption does not spend a retry) and when a suspended Task is resumed (suspending a Job
 //     stops its pods).
