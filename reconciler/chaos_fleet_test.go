@@ -3,7 +3,6 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 
@@ -11,11 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
 )
 
-// fleet is the chaos test's control plane and its operator replicas: real processes of the
-// operator binary with leader election, behind a proxy that stands in for the webhook Service.
-// It is the only part of the chaos test that knows how processes are launched.
+// fleet is the chaos test's control plane and its operator replicas: processes of the operator
+// binary (testenv.StartOperator) with leader election, behind the benchmarks' TCP proxy that
+// stands in for the webhook Service. It is the only part of the chaos test that knows how
+// processes are launched.
 type fleet struct {
 	env *harness.Env
 
@@ -28,15 +29,16 @@ type fleet struct {
 // themselves, which must not disturb the package's other tests) and n replicas.
 func startFleet(ctx context.Context, t *testing.T, n int) *fleet {
 	t.Helper()
-	env, err := harness.Start(ctx, harness.Options{Nodes: 2, Log: testLog{t}})
+	cp := testenv.StartT(t, testenv.Options{Full: true, Nodes: 2})
+	env, err := harness.New(ctx, cp, harness.Options{Log: testLog{t}})
 	if err != nil {
-		t.Fatalf("start the chaos control plane: %v", err)
+		t.Fatalf("chaos replicas: %v", err)
 	}
 	f := &fleet{env: env}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, o := range env.Operators() {
-				t.Logf("operator %s log:\n%s", o.Name, o.Tail(40))
+				t.Logf("operator %s log:\n%s", o.Name(), o.Tail(40))
 			}
 		}
 		env.Close()
@@ -47,7 +49,8 @@ func startFleet(ctx context.Context, t *testing.T, n int) *fleet {
 
 func (f *fleet) config() *rest.Config      { return f.env.Cfg }
 func (f *fleet) client() client.Client     { return f.env.Client }
-func (f *fleet) operatorNamespace() string { return harness.OperatorNamespace }
+func (f *fleet) operatorNamespace() string { return testenv.OperatorNamespace }
+
 func (f *fleet) namespace(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	const ns = "chaos"
@@ -62,7 +65,7 @@ func (f *fleet) ensure(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	for _, o := range f.env.Operators() {
 		if !o.Alive() {
-			f.env.KillOperator(o)
+			_ = f.env.KillOperator(o)
 		}
 	}
 	for len(f.env.Operators()) < n {
@@ -95,7 +98,9 @@ func (f *fleet) killOne(ctx context.Context, t *testing.T, leader bool, intn fun
 			}
 		}
 	}
-	f.env.KillOperator(victim)
+	if err := f.env.KillOperator(victim); err != nil {
+		t.Logf("SIGKILL %s: %v", victim.Name(), err)
+	}
 	f.mu.Lock()
 	f.sigkill++
 	f.mu.Unlock()
@@ -117,5 +122,3 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Logf("%s", p)
 	return len(p), nil
 }
-
-var _ io.Writer = testLog{}

@@ -103,7 +103,7 @@ func TestChaos(t *testing.T) {
 	fleet.ensure(ctx, t, 2)
 	c.removeSchedules(ctx)
 	c.fixAll(ctx)
-	c.waitSettled(ctx)
+	c.waitSettled()
 
 	report := c.check(ctx)
 	transitions, err := leaderChanges(ctx, fleet)
@@ -327,24 +327,14 @@ func (c *chaos) update(ctx context.Context, name string, mut func(*v1.Task)) boo
 }
 
 // waitSettled waits until every Task is Succeeded or Failed and nothing holds a finalizer.
-func (c *chaos) waitSettled(ctx context.Context) {
-	deadline := time.Now().Add(5 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		settled, why := c.settled(ctx)
-		if settled {
-			return
-		}
-		last = why
-		time.Sleep(time.Second)
-	}
-	c.t.Fatalf("the Tasks did not settle after the chaos: %s", last)
+func (c *chaos) waitSettled() {
+	testenv.Eventually(c.t, 5*time.Minute, "every Task to settle after the chaos", c.settled)
 }
 
-func (c *chaos) settled(ctx context.Context) (bool, string) {
+func (c *chaos) settled(ctx context.Context) (bool, error) {
 	var tasks v1.TaskList
 	if err := c.c.List(ctx, &tasks, client.InNamespace(c.ns)); err != nil {
-		return false, err.Error()
+		return false, err
 	}
 	var open []string
 	for _, task := range tasks.Items {
@@ -354,7 +344,7 @@ func (c *chaos) settled(ctx context.Context) (bool, string) {
 	}
 	var jobs batchv1.JobList
 	if err := c.c.List(ctx, &jobs, client.InNamespace(c.ns)); err != nil {
-		return false, err.Error()
+		return false, err
 	}
 	for _, job := range jobs.Items {
 		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
@@ -362,9 +352,9 @@ func (c *chaos) settled(ctx context.Context) (bool, string) {
 		}
 	}
 	if len(open) > 0 {
-		return false, fmt.Sprintf("%d open: %s", len(open), strings.Join(open[:min(5, len(open))], ", "))
+		return false, fmt.Errorf("%d open: %s", len(open), strings.Join(open[:min(5, len(open))], ", "))
 	}
-	return true, ""
+	return true, nil
 }
 
 // chaosReport counts what happened and what was wrong.

@@ -47,10 +47,10 @@ func TestSuccess(t *testing.T) {
 	}
 	wantKstatus(t, got, kstatus.CurrentStatus)
 	// Finished and recorded: neither the Task nor its Job holds a finalizer (issue #14 item 13).
-	e.eventually("the finalizers to go", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the finalizers to go", func(context.Context) (bool, error) {
 		task, jobs := e.get(task.Name), e.jobs(task.Name)
 		return len(task.Finalizers) == 0 && len(jobs) == 1 && len(jobs[0].Finalizers) == 0,
-			fmt.Sprintf("task finalizers %v, %d jobs", task.Finalizers, len(jobs))
+			fmt.Errorf("task finalizers %v, %d jobs", task.Finalizers, len(jobs))
 	})
 
 	jobs := e.jobs(task.Name)
@@ -243,9 +243,9 @@ func TestScheduleForbid(t *testing.T) {
 	task := e.create(e.task("cron-forbid", withLabels(testenv.RunSecondsLabel, "7"), func(t *v1.Task) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 3s", ConcurrencyPolicy: v1.ForbidConcurrent}
 	}))
-	e.eventually("two finished runs", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "two finished runs", func(context.Context) (bool, error) {
 		jobs := w.of(task.Name)
-		return len(jobs) >= 2 && jobs[1].Outcome != "", fmt.Sprint(jobs)
+		return len(jobs) >= 2 && jobs[1].Outcome != "", fmt.Errorf("%v", jobs)
 	})
 	jobs := w.of(task.Name)
 	first, second := jobs[0], jobs[1]

@@ -391,12 +391,3 @@ func kstatusOf(task *v1.Task) (kstatus.Status, error) {
 	}
 	return res.Status, nil
 }
-
-// eventually waits with testenv.Eventually for cond, whose message describes the state.
-func (e *env) eventually(what string, cond func() (bool, string)) {
-	e.t.Helper()
-	testenv.Eventually(e.t, waitTimeout, what, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		return ok, errors.New(msg)
-	})
-}

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,14 +40,14 @@ func TestTTLZeroWhileOperatorAway(t *testing.T) {
 	task := e.create(e.task("brief", withLabels(testenv.RunSecondsLabel, "3"), func(t *v1.Task) {
 		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
 	}))
-	e.eventually("the run to be recorded as started", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the run to be recorded as started", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return len(got.Status.ActiveJobs) == 1, describe(got)
+		return len(got.Status.ActiveJobs) == 1, errors.New(describe(got))
 	})
 	e.op.stop(t)
-	e.eventually("the TTL controller to delete the finished Job", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the TTL controller to delete the finished Job", func(context.Context) (bool, error) {
 		jobs := e.jobs(task.Name)
-		return len(jobs) == 1 && jobs[0].DeletionTimestamp != nil && isComplete(&jobs[0]), fmt.Sprint(w.of(task.Name))
+		return len(jobs) == 1 && jobs[0].DeletionTimestamp != nil && isComplete(&jobs[0]), fmt.Errorf("%v", w.of(task.Name))
 	})
 	e.op = e.startOperator()
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
@@ -54,10 +55,10 @@ func TestTTLZeroWhileOperatorAway(t *testing.T) {
 		t.Errorf("after the restart: %s, run %+v", describe(got), got.Status.CurrentRun)
 	}
 	wantKstatus(t, got, kstatus.CurrentStatus)
-	e.eventually("the Job to go and the Task to be released", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the Job to go and the Task to be released", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		n := len(e.jobs(task.Name))
-		return n == 0 && len(got.Finalizers) == 0, fmt.Sprintf("%d Jobs, finalizers %v", n, got.Finalizers)
+		return n == 0 && len(got.Finalizers) == 0, fmt.Errorf("%d Jobs, finalizers %v", n, got.Finalizers)
 	})
 	if names := w.names(task.Name); len(names) != 1 {
 		t.Errorf("Jobs %v, want exactly one run", names)
@@ -76,9 +77,9 @@ func TestCacheLag(t *testing.T) {
 	hidden := func(name string) bool { return strings.HasPrefix(name, "lag-") }
 	e.op = e.startOperatorWith(operatorOptions{hide: hidden, expectationTimeout: 2 * time.Second})
 	task := e.create(e.task("lag", withLabels(testenv.RunSecondsLabel, "8")))
-	e.eventually("the Job, read past the cache, to be recorded", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the Job, read past the cache, to be recorded", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, describe(got)
+		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, errors.New(describe(got))
 	})
 	e.op.stop(t)
 	e.op = e.startOperatorWith(operatorOptions{hide: hidden, expectationTimeout: 2 * time.Second})
@@ -101,28 +102,28 @@ func TestDeleteActiveRetryJob(t *testing.T) {
 	task := e.create(e.task("cancel", withLabels(outcome, fail), withRetries(1), func(t *v1.Task) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 30s", ConcurrencyPolicy: v1.ForbidConcurrent}
 	}))
-	e.eventually("the first attempt", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the first attempt", func(context.Context) (bool, error) {
 		names := w.names(task.Name)
-		return len(names) == 1, fmt.Sprint(names)
+		return len(names) == 1, fmt.Errorf("%v", names)
 	})
 	e.update(task.Name, func(t *v1.Task) { t.Labels[outcome] = hang }) // the retry hangs
 	var retry string
-	e.eventually("the retry to run", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the retry to run", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		if got.Status.Attempts == 2 && len(got.Status.ActiveJobs) == 1 {
 			retry = got.Status.ActiveJobs[0].Name
 		}
-		return retry != "", describe(got)
+		return retry != "", errors.New(describe(got))
 	})
 	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: retry}},
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatalf("delete the retry's Job: %v", err)
 	}
-	e.eventually("the deleted attempt to be recorded as failed and its Job to go", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the deleted attempt to be recorded as failed and its Job to go", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: retry}, &batchv1.Job{})
 		recorded := got.Status.CurrentRun != nil && got.Status.CurrentRun.Attempt == 2 && got.Status.CurrentRun.Outcome == v1.RunFailed
-		return recorded && apierrors.IsNotFound(err), fmt.Sprintf("%s; job: %v", describe(got), err)
+		return recorded && apierrors.IsNotFound(err), fmt.Errorf("%s; job: %v", describe(got), err)
 	})
 	got := e.get(task.Name)
 	if !strings.Contains(got.Status.LastError, "deleted before it finished") || !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionFailed) {
@@ -150,9 +151,9 @@ func TestDeleteActiveOneShotJob(t *testing.T) {
 	e := newEnv(t)
 	w := e.watchJobs()
 	task := e.create(e.task("stop", withLabels(outcome, hang), withRetries(1)))
-	e.eventually("the first attempt to run", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the first attempt to run", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return got.Status.Phase == v1.PhaseRunning, describe(got)
+		return got.Status.Phase == v1.PhaseRunning, errors.New(describe(got))
 	})
 	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, outcome) })
 	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stop-0-1"}},
@@ -181,15 +182,15 @@ func TestScheduledRetryAfterTTL(t *testing.T) {
 		t.Spec.Retry.Backoff.Initial = &metav1.Duration{Duration: 6 * time.Second}
 		t.Spec.Retry.Backoff.Max = &metav1.Duration{Duration: 6 * time.Second}
 	}))
-	e.eventually("the first attempt", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the first attempt", func(context.Context) (bool, error) {
 		names := w.names(task.Name)
-		return len(names) == 1, fmt.Sprint(names)
+		return len(names) == 1, fmt.Errorf("%v", names)
 	})
 	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, outcome) }) // the retry succeeds
-	e.eventually("the retry of the same run to succeed", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the retry of the same run to succeed", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
 		r := got.Status.CurrentRun
-		return r != nil && r.Attempt == 2 && r.Outcome == v1.RunSucceeded, describe(got)
+		return r != nil && r.Attempt == 2 && r.Outcome == v1.RunSucceeded, errors.New(describe(got))
 	})
 	jobs := w.of(task.Name)
 	if len(jobs) < 2 || jobs[0].Scheduled != jobs[1].Scheduled || jobs[0].Outcome != "Failed" || !jobs[0].Deleted {
@@ -211,9 +212,9 @@ func TestScheduleRemoved(t *testing.T) {
 	idle := e.create(e.task("never-fired", func(t *v1.Task) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 1h"}
 	}))
-	e.eventually("a scheduled run to be active", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "a scheduled run to be active", func(context.Context) (bool, error) {
 		got := e.get(busy.Name)
-		return len(got.Status.ActiveJobs) == 1, describe(got)
+		return len(got.Status.ActiveJobs) == 1, errors.New(describe(got))
 	})
 	e.waitPhase(idle.Name, v1.PhaseScheduled)
 	for _, name := range []string{busy.Name, idle.Name} {
@@ -246,9 +247,9 @@ func TestScheduleAdded(t *testing.T) {
 	e.waitPhase(task.Name, v1.PhaseSucceeded)
 	added := time.Now().Truncate(time.Second)
 	e.update(task.Name, func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 4s"} })
-	e.eventually("a scheduled run", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "a scheduled run", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return got.Status.LastScheduleTime != nil && got.Status.CurrentRun.Outcome == v1.RunSucceeded, describe(got)
+		return got.Status.LastScheduleTime != nil && got.Status.CurrentRun.Outcome == v1.RunSucceeded, errors.New(describe(got))
 	})
 	got := e.get(task.Name)
 	since := got.Status.ObservedSchedule.Since.Time
@@ -272,9 +273,9 @@ func TestDeleteWithoutOperator(t *testing.T) {
 	idle := e.create(e.task("idle-cron", func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 1h"} }))
 	e.waitPhase(done.Name, v1.PhaseSucceeded)
 	e.waitPhase(idle.Name, v1.PhaseScheduled)
-	e.eventually("the finalizers to go", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the finalizers to go", func(context.Context) (bool, error) {
 		a, b := e.get(done.Name), e.get(idle.Name)
-		return len(a.Finalizers)+len(b.Finalizers) == 0, fmt.Sprintf("%v %v", a.Finalizers, b.Finalizers)
+		return len(a.Finalizers)+len(b.Finalizers) == 0, fmt.Errorf("%v %v", a.Finalizers, b.Finalizers)
 	})
 	e.op.stop(t)
 	for _, task := range []*v1.Task{done, idle} {
@@ -282,13 +283,13 @@ func TestDeleteWithoutOperator(t *testing.T) {
 			t.Fatalf("delete %s: %v", task.Name, err)
 		}
 	}
-	e.eventually("the Tasks and their Jobs to be gone without the operator", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the Tasks and their Jobs to be gone without the operator", func(context.Context) (bool, error) {
 		var tasks v1.TaskList
 		if err := e.c.List(t.Context(), &tasks, client.InNamespace(e.ns)); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		jobs := len(e.jobs(done.Name))
-		return len(tasks.Items) == 0 && jobs == 0, fmt.Sprintf("%d Tasks, %d Jobs", len(tasks.Items), jobs)
+		return len(tasks.Items) == 0 && jobs == 0, fmt.Errorf("%d Tasks, %d Jobs", len(tasks.Items), jobs)
 	})
 }
 
@@ -299,13 +300,13 @@ func TestEviction(t *testing.T) {
 	e := newEnv(t)
 	task := e.create(e.task("evicted", withLabels(testenv.RunSecondsLabel, "6")))
 	var first corev1.Pod
-	e.eventually("the pod to run", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the pod to run", func(context.Context) (bool, error) {
 		pods := e.pods(task.Name)
 		if len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning {
 			first = pods[0]
-			return true, ""
+			return true, nil
 		}
-		return false, fmt.Sprintf("%d pods", len(pods))
+		return false, fmt.Errorf("%d pods", len(pods))
 	})
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	if err != nil {
@@ -315,9 +316,9 @@ func TestEviction(t *testing.T) {
 	if err := cs.CoreV1().Pods(e.ns).EvictV1(t.Context(), eviction); err != nil {
 		t.Fatalf("evict %s: %v", first.Name, err)
 	}
-	e.eventually("a second pod", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "a second pod", func(context.Context) (bool, error) {
 		pods := e.pods(task.Name)
-		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.UID != first.UID }), fmt.Sprintf("%d pods", len(pods))
+		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.UID != first.UID }), fmt.Errorf("%d pods", len(pods))
 	})
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
 	if got.Status.Attempts != 1 {
@@ -349,9 +350,9 @@ func TestLabelsStrippedByPolicy(t *testing.T) {
 	stripLabel(t, e)
 	e.op = e.startOperatorWith(operatorOptions{expectationTimeout: 2 * time.Second})
 	task := e.create(e.task("stripped", withLabels(testenv.RunSecondsLabel, "8")))
-	e.eventually("the Job, found past the cache, to be recorded", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the Job, found past the cache, to be recorded", func(context.Context) (bool, error) {
 		got := e.get(task.Name)
-		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, describe(got)
+		return got.Status.Phase == v1.PhaseRunning && len(got.Status.ActiveJobs) == 1, errors.New(describe(got))
 	})
 	e.op.stop(t)
 	e.op = e.startOperatorWith(operatorOptions{expectationTimeout: 2 * time.Second})
@@ -369,11 +370,11 @@ func TestLabelsStrippedByPolicy(t *testing.T) {
 	if _, ok := job.Labels[v1.LabelTaskName]; ok {
 		t.Errorf("the policy did not strip the label: %v", job.Labels)
 	}
-	e.eventually("the Job to be released", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the Job to be released", func(context.Context) (bool, error) {
 		if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
-			return false, err.Error()
+			return false, err
 		}
-		return len(job.Finalizers) == 0, fmt.Sprint(job.Finalizers)
+		return len(job.Finalizers) == 0, fmt.Errorf("%v", job.Finalizers)
 	})
 	w.checkOnce(t)
 }
@@ -427,7 +428,7 @@ func stripLabel(t *testing.T, e *env) {
 		t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
 	}
 	probe := e.task("probe")
-	e.eventually("the policy to strip labels", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the policy to strip labels", func(context.Context) (bool, error) {
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, GenerateName: "probe-", Labels: map[string]string{v1.LabelTaskName: probe.Name}},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -435,10 +436,10 @@ func stripLabel(t *testing.T, e *env) {
 			}}},
 		}
 		if err := c.Create(t.Context(), job, client.DryRunAll); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		_, kept := job.Labels[v1.LabelTaskName]
-		return !kept, fmt.Sprint(job.Labels)
+		return !kept, fmt.Errorf("%v", job.Labels)
 	})
 }
 
@@ -451,9 +452,9 @@ func TestScheduledFailureSurvivesJobRemoval(t *testing.T) {
 		t.Spec.Schedule = &v1.Schedule{Cron: "@every 40s", ConcurrencyPolicy: v1.ForbidConcurrent}
 	}))
 	var failed *v1.Task
-	e.eventually("the run to fail for good", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the run to fail for good", func(context.Context) (bool, error) {
 		failed = e.get(task.Name)
-		return meta.IsStatusConditionTrue(failed.Status.Conditions, v1.ConditionFailed), describe(failed)
+		return meta.IsStatusConditionTrue(failed.Status.Conditions, v1.ConditionFailed), errors.New(describe(failed))
 	})
 	ready := meta.FindStatusCondition(failed.Status.Conditions, v1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionFalse || failed.Status.LastError == "" {
@@ -464,9 +465,9 @@ func TestScheduledFailureSurvivesJobRemoval(t *testing.T) {
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the failed run's Job to be gone", func() (bool, string) {
+	testenv.Eventually(e.t, waitTimeout, "the failed run's Job to be gone", func(context.Context) (bool, error) {
 		err := e.c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: job}, &batchv1.Job{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		return apierrors.IsNotFound(err), fmt.Errorf("%v", err)
 	})
 	got := e.get(task.Name)
 	if got.Status.LastJob.Name != job {

@@ -79,17 +79,17 @@ func TestUninstall(t *testing.T) {
 	u.create(nsC, "done", nil, nil)
 	u.create(nsC, "cron-idle", nil, func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 1h"} })
 	u.waitPhases(map[string]v1.Phase{nsC + "/done": v1.PhaseSucceeded, nsC + "/cron-idle": v1.PhaseScheduled})
-	u.eventually("finished Tasks to hold no finalizer", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "finished Tasks to hold no finalizer", func(context.Context) (bool, error) {
 		var tasks v1.TaskList
 		if err := u.c.List(context.Background(), &tasks); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		for _, task := range tasks.Items {
 			if len(task.Finalizers) > 0 {
-				return false, fmt.Sprintf("%s holds %v", task.Name, task.Finalizers)
+				return false, fmt.Errorf("%s holds %v", task.Name, task.Finalizers)
 			}
 		}
-		return true, ""
+		return true, nil
 	})
 	stopOperator()
 	u.deleteCRD()
@@ -179,27 +179,12 @@ func (u *uninstallEnv) create(ns, name string, labels map[string]string, mut fun
 	}
 }
 
-func (u *uninstallEnv) eventually(what string, cond func() (bool, string)) {
-	u.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(200 * time.Millisecond)
-	}
-	u.t.Fatalf("timed out after %s waiting for %s; last: %s", waitTimeout, what, last)
-}
-
 func (u *uninstallEnv) waitPhases(want map[string]v1.Phase) {
 	u.t.Helper()
-	u.eventually("the Tasks' phases", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "the Tasks' phases", func(context.Context) (bool, error) {
 		var tasks v1.TaskList
 		if err := u.c.List(context.Background(), &tasks); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		got := map[string]v1.Phase{}
 		for _, task := range tasks.Items {
@@ -207,10 +192,10 @@ func (u *uninstallEnv) waitPhases(want map[string]v1.Phase) {
 		}
 		for key, phase := range want {
 			if got[key] != phase {
-				return false, fmt.Sprint(got)
+				return false, fmt.Errorf("%v", got)
 			}
 		}
-		return true, ""
+		return true, nil
 	})
 }
 
@@ -226,12 +211,12 @@ func (u *uninstallEnv) deleteAllTasks() {
 			u.t.Fatal(err)
 		}
 	}
-	u.eventually("every Task to be gone", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "every Task to be gone", func(context.Context) (bool, error) {
 		var left v1.TaskList
 		if err := u.c.List(context.Background(), &left); err != nil {
-			return false, err.Error()
+			return false, err
 		}
-		return len(left.Items) == 0, fmt.Sprintf("%d Tasks left", len(left.Items))
+		return len(left.Items) == 0, fmt.Errorf("%d Tasks left", len(left.Items))
 	})
 }
 
@@ -241,9 +226,9 @@ func (u *uninstallEnv) deleteCRD() {
 	if err := u.c.Delete(context.Background(), crd); err != nil {
 		u.t.Fatalf("delete CRD: %v", err)
 	}
-	u.eventually("the CRD to be gone", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "the CRD to be gone", func(context.Context) (bool, error) {
 		err := u.c.Get(context.Background(), client.ObjectKeyFromObject(crd), crd)
-		return apierrors.IsNotFound(err), fmt.Sprintf("err %v, deletion %v, conditions %+v", err, crd.DeletionTimestamp, crd.Status.Conditions)
+		return apierrors.IsNotFound(err), fmt.Errorf("err %v, deletion %v, conditions %+v", err, crd.DeletionTimestamp, crd.Status.Conditions)
 	})
 }
 
@@ -256,16 +241,16 @@ func (u *uninstallEnv) installCRD() {
 	if err := u.c.Create(context.Background(), crd); err != nil {
 		u.t.Fatalf("install CRD: %v", err)
 	}
-	u.eventually("the CRD to be established", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "the CRD to be established", func(context.Context) (bool, error) {
 		if err := u.c.Get(context.Background(), client.ObjectKeyFromObject(crd), crd); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		for _, c := range crd.Status.Conditions {
 			if c.Type == apix.Established && c.Status == apix.ConditionTrue {
-				return true, ""
+				return true, nil
 			}
 		}
-		return false, fmt.Sprintf("%+v", crd.Status.Conditions)
+		return false, fmt.Errorf("%+v", crd.Status.Conditions)
 	})
 	u.connect() // a fresh REST mapping for the Task kind
 }
@@ -273,17 +258,17 @@ func (u *uninstallEnv) installCRD() {
 // noFinalizersLeft: no Job anywhere still holds the run-outcome finalizer.
 func (u *uninstallEnv) noFinalizersLeft() {
 	u.t.Helper()
-	u.eventually("no Job to hold the run-outcome finalizer", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "no Job to hold the run-outcome finalizer", func(context.Context) (bool, error) {
 		var jobs batchv1.JobList
 		if err := u.c.List(context.Background(), &jobs); err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		for _, job := range jobs.Items {
 			if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
-				return false, fmt.Sprintf("%s/%s holds it", job.Namespace, job.Name)
+				return false, fmt.Errorf("%s/%s holds it", job.Namespace, job.Name)
 			}
 		}
-		return true, ""
+		return true, nil
 	})
 }
 
@@ -294,13 +279,13 @@ func (u *uninstallEnv) deleteNamespaces(names ...string) {
 			u.t.Fatal(err)
 		}
 	}
-	u.eventually("the namespaces to be gone", func() (bool, string) {
+	testenv.Eventually(u.t, waitTimeout, "the namespaces to be gone", func(context.Context) (bool, error) {
 		for _, name := range names {
 			ns := &corev1.Namespace{}
 			if err := u.c.Get(context.Background(), client.ObjectKey{Name: name}, ns); !apierrors.IsNotFound(err) {
-				return false, fmt.Sprintf("%s: %v %v", name, ns.Status.Phase, ns.Status.Conditions)
+				return false, fmt.Errorf("%s: %v %v", name, ns.Status.Phase, ns.Status.Conditions)
 			}
 		}
-		return true, ""
+		return true, nil
 	})
 }
