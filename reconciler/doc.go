@@ -1,48 +1,73 @@
 // Package reconciler is the Task controller: it runs each Task of example.com/v1 as batch/v1
-// Jobs, retries failed runs with exponential backoff, starts scheduled runs like a CronJob, and
-// reports the outcome in the Task's status.
+// Jobs, retries failed attempts with exponential backoff, starts scheduled runs like a CronJob,
+// and reports the outcome in the Task's status.
 //
 // The package is split into pure decision functions, each in its own file and unit-tested
 // without a cluster, and a thin reconciler that wires them to the API:
 //
-//   - naming.go:   deterministic Job names and label values (jobName, labelValue)
-//   - job.go:      the Job for one run (buildJob)
-//   - backoff.go:  the delay before a retry (nextRetryDelay)
-//   - schedule.go: cron parsing and which schedule times are due (parseSchedule, dueRun)
-//   - observe.go:  what a Job says about its run (observeJob)
-//   - status.go:   what the Jobs and the previous status say about the Task (analyze, computeStatus)
-//   - plan.go:     what to do now: create, replace, suspend, prune (planRuns)
-//   - events.go:   which Events a status transition deserves (transitionEvents)
+//   - naming.go:     deterministic Job names and label values, and the run a name stands for
+//   - job.go:        the Job for one attempt (buildJob)
+//   - backoff.go:    the delay before a retry (nextRetryDelay)
+//   - schedule.go:   which schedule time is due, in one pass, and how many were missed
+//   - observe.go:    what a Job says about its attempt (observeJob)
+//   - analysis.go:   the durable run record brought up to date with the Jobs (analyze, fold)
+//   - status.go:     the status fields (computeStatus)
+//   - conditions.go: the conditions, kstatus' Reconciling and Stalled included
+//   - plan.go:       what to do now: create, replace, suspend, prune, release (planRuns)
+//   - events.go:     which Events a status transition deserves (transitionEvents)
 //
-// The reconciler (reconciler.go) reads everything from the manager's cache, runs a short list of
-// phase functions over a scope, and patches the Task once, in a deferred call, with only what
-// changed (patch.go). In-memory expectations (expectations.go) keep it from acting on a cache
-// that has not yet caught up with its own writes. setup.go wires it into a manager
-// (SetupWithManager, CacheOptions); metrics.go holds its Prometheus metrics.
+// The reconciler (reconciler.go) reads from the manager's cache, reads past it what the cache
+// cannot vouch for (lookup.go), runs a short list of phase functions over a scope, and patches
+// the Task's status once, in a deferred call, with only what changed and guarded by its
+// resourceVersion (patch.go); then it lets go of what the stored status made safe to let go
+// (finalizers.go). In-memory expectations (expectations.go) keep it from acting on a cache that has
+// not caught up with its own writes. setup.go wires it into a manager (SetupWithManager,
+// CacheOptions); metrics.go holds its Prometheus metrics.
 //
-// Semantics worth knowing:
+// How a run is executed exactly once:
 //
-//   - Each run is a Job named after the Task and the run (see jobName): "<task>-<attempt>" for a
-//     one-shot Task, "<task>-<unix seconds of the schedule time>[-<attempt>]" for a scheduled one.
-//     Creating a name that exists is a no-op, which makes every decision idempotent.
-//   - A one-shot Task that Succeeded or Failed is finished for good: later spec changes do not
-//     run it again (delete and recreate it to run again). Labels are copied when a Job is created.
-//   - Retries: a failed attempt is retried as a new Job after the backoff, up to maxRetries. For
-//     a scheduled Task, retries apply to the latest scheduled run only, while no later schedule
-//     time has come due; the retry needs the failed Job to still exist (a TTL of 0 can remove it).
-//     status.attempts of a scheduled Task counts the attempts of its latest run.
-//   - Schedules: when several schedule times passed (the operator was down, or the Task was
-//     suspended), only the latest runs, if within startingDeadlineSeconds; the others count in
-//     status.missedRuns, as do times skipped by concurrency policy Forbid or a passed deadline.
-//     status.lastScheduleTime is the latest schedule time acted on, started or skipped.
-//   - History limits prune finished Jobs (scheduled Tasks: 3 succeeded, 1 failed by default;
-//     one-shot Tasks only when set); the newest Job of the current run is always kept.
+//   - status.currentRun is the durable record of the current run: its latest attempt, that
+//     attempt's Job, its outcome and, once it failed, whether and when a retry follows.
+//     Decisions are made from it; Jobs are only evidence, folded into it (a Job newer than the
+//     record is adopted; the recorded attempt's Job tells how it ended; a recorded outcome is
+//     final).
+//   - Every Job carries FinalizerRunOutcome from its creation until the stored status records
+//     its outcome, so a TTL, a user or the garbage collector can delete it, but it stays
+//     readable until then. The Task's own finalizer is held only while some Job may run or
+//     still holds FinalizerRunOutcome.
+//   - A Job the stored status says may run, or one created longer ago than the expectation
+//     timeout, that the cache does not show is read from the API server before anything is
+//     decided; a Job found that way (its labels stripped) is polled.
+//   - Job names are "<task>-<schedule unix seconds, 0 for one-shot>-<attempt>": a repeated
+//     creation is an AlreadyExists of the same attempt, and two Tasks never share a name.
+//
+// Limits, by design:
+//
+//   - A Job whose labels a policy strips is invisible to the cache. It is found as long as the
+//     status or the expectations name it; if the operator dies between creating it and
+//     recording it, and the next decision differs (a spec change, a passed starting deadline),
+//     it runs unrecorded, its finalizer released only with the Task.
+//   - An attempt whose Job vanished without a trace (its finalizer removed by hand, or a Job
+//     of an earlier release deleted before it was adopted) counts as failed: its outcome cannot
+//     be known, and a retry follows if one is left.
+//   - A Job deleted before it finished is a cancelled attempt unless the Job controller had
+//     counted its success: the Job controller stops counting a Job being deleted, so a pod
+//     that succeeds after the deletion does not make the attempt succeed (it is judged
+//     deletionSettleTime after the deletion, once no status write can still be in flight).
+//   - Within one attempt, the Job controller may run a pod's work again: after an eviction (a
+//     disruption does not spend a retry) and when a suspended Task is resumed (suspending a Job
+//     stops its pods).
+//   - A scheduled run's retries stop once a later schedule time comes due; a time missed while
+//     the operator was away starts only if within startingDeadlineSeconds, as with a CronJob.
+//   - A Task with a run in progress needs the operator to be deleted (it lets the Jobs go);
+//     delete Tasks before uninstalling the operator.
 package reconciler
 
 // RBAC: exactly what the controller does, nothing more. Tasks are read from the cache and only
 // their finalizers are patched; tasks/finalizers update lets a Job carry an owner reference with
-// blockOwnerDeletion; Jobs are created, patched (spec.suspend) and deleted; Events are recorded
-// through both the events.k8s.io API and, by client-go's fallback, the core API.
+// blockOwnerDeletion; Jobs are created, patched (spec.suspend, the run-outcome finalizer) and
+// deleted; Events are recorded through both the events.k8s.io API and, by client-go's fallback,
+// the core API.
 //
 // +kubebuilder:rbac:groups=example.com,resources=tasks,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=example.com,resources=tasks/status,verbs=patch

@@ -23,8 +23,8 @@ func warning(reason, action, note string) eventSpec {
 }
 
 // transitionEvents are the Events that going from status prior to status next deserves: one per
-// Job that stopped being active (succeeded, failed, vanished), a retry newly scheduled, retries
-// run out. They are recorded only once next is stored, so each transition is told once.
+// Job that stopped being active (succeeded, failed, deleted, vanished), a retry newly scheduled,
+// retries run out. They are recorded only once next is stored, so each transition is told once.
 func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJob) []eventSpec {
 	var out []eventSpec
 	for _, ref := range prior.ActiveJobs {
@@ -33,18 +33,20 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		}
 		j := findJob(jobs, ref.Name)
 		switch {
-		case j != nil && j.State == jobSucceeded:
+		case j == nil:
+			out = append(out, warning(v1.EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before its outcome was recorded", ref.Name)))
+		case j.State == jobSucceeded:
 			out = append(out, normal(v1.EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)))
-		case j != nil && j.State == jobFailed:
+		case j.Replaced:
+			// Told when it was replaced.
+		case j.State == jobActive && !j.gone():
+			// Still running, and no longer listed: cannot happen; say nothing rather than lie.
+		default:
 			out = append(out, warning(v1.EventRunFailed, "Fail", j.failure()))
-			if !canRetry(task, j.Run.Attempt) {
+			if isCurrent(next, j) && !canRetry(task, j.Run.Attempt) {
 				out = append(out, warning(v1.EventRetriesExhausted, "Fail",
 					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, v1.MaxRetriesOf(task))))
 			}
-		case j != nil && j.Replaced:
-			// Told when it was replaced.
-		default:
-			out = append(out, warning(v1.EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before it finished", ref.Name)))
 		}
 	}
 	if next.Phase == v1.PhaseRetrying && (prior.Phase != v1.PhaseRetrying || prior.Attempts != next.Attempts) && next.NextRunTime != nil {
@@ -55,6 +57,11 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		out = append(out, warning(v1.EventRetriesExhausted, "Fail", next.LastError))
 	}
 	return out
+}
+
+// isCurrent says j is the latest attempt of the current run in status st.
+func isCurrent(st v1.TaskStatus, j *observedJob) bool {
+	return st.CurrentRun != nil && st.CurrentRun.Job.Name == j.Name
 }
 
 func hasEvent(evs []eventSpec, reason string) bool {

@@ -9,11 +9,18 @@ import (
 )
 
 func TestTransitionEvents(t *testing.T) {
+	j1, j3 := jobName("t", runID{Attempt: 1}), jobName("t", runID{Attempt: 3})
 	running := func(name string, attempts int32) v1.TaskStatus {
 		return v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: attempts, ActiveJobs: []v1.JobReference{{Name: name}}}
 	}
+	current := func(st v1.TaskStatus, name string) v1.TaskStatus {
+		st.CurrentRun = &v1.RunRecord{Attempt: st.Attempts, Job: v1.JobReference{Name: name}, Outcome: v1.RunFailed}
+		return st
+	}
 	replaced := schedJob(60, 1, jobActive, 0)
-	replaced.Gone, replaced.Replaced = true, true
+	replaced.Deleting, replaced.Replaced = true, true
+	deleted := oneShotJob(1, jobActive, 0)
+	deleted.Deleting = true
 	tests := []struct {
 		name        string
 		task        *v1.Task
@@ -24,40 +31,48 @@ func TestTransitionEvents(t *testing.T) {
 		{
 			name:  "nothing changed",
 			task:  newTask(),
-			prior: running("t-1", 1), next: running("t-1", 1),
+			prior: running(j1, 1), next: running(j1, 1),
 			jobs: []observedJob{oneShotJob(1, jobActive, 0)},
 		},
 		{
 			name:  "succeeded",
 			task:  newTask(),
-			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1},
+			prior: running(j1, 1), next: v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1},
 			jobs: []observedJob{oneShotJob(1, jobSucceeded, 10)},
 			want: []string{v1.EventSucceeded},
 		},
 		{
 			name:  "failed, retry scheduled",
 			task:  newTask(),
-			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+			prior: running(j1, 1), next: current(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)}, j1),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 10)},
 			want: []string{v1.EventRunFailed, v1.EventRetryScheduled},
 		},
 		{
 			name:  "failed for good",
 			task:  newTask(),
-			prior: running("t-3", 3), next: v1.TaskStatus{Phase: v1.PhaseFailed, Attempts: 3},
+			prior: running(j3, 3), next: current(v1.TaskStatus{Phase: v1.PhaseFailed, Attempts: 3}, j3),
 			jobs: []observedJob{oneShotJob(3, jobFailed, 10)},
 			want: []string{v1.EventRunFailed, v1.EventRetriesExhausted},
 		},
 		{
+			name:  "deleted while active",
+			task:  newTask(),
+			prior: running(j1, 1), next: current(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)}, j1),
+			jobs: []observedJob{deleted},
+			want: []string{v1.EventRunFailed, v1.EventRetryScheduled},
+		},
+		{
 			name:  "vanished while active",
 			task:  newTask(),
-			prior: running("t-1", 1), next: v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)},
+			prior: running(j1, 1), next: current(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, NextRunTime: mtime(11)}, j1),
+			jobs: []observedJob{{Name: j1, Run: runID{Attempt: 1}, Missing: true}},
 			want: []string{v1.EventRunFailed, v1.EventRetryScheduled},
 		},
 		{
 			name:  "replaced Jobs were told about already",
 			task:  newTask(scheduled(v1.ReplaceConcurrent)),
-			prior: running(replaced.Name, 1), next: running("t-1767225720", 1),
+			prior: running(replaced.Name, 1), next: running(jobName("t", runID{Scheduled: at(120), Attempt: 1}), 1),
 			jobs: []observedJob{replaced, schedJob(120, 1, jobActive, 0)},
 		},
 		{

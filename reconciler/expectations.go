@@ -10,52 +10,47 @@ import (
 	v1 "example.com/task-operator/apis/v1"
 )
 
-// expectationTimeout bounds how long the controller waits for the cache to show its own write;
-// past it the write is assumed lost (like pkg/controller/job's ExpectationsTimeout, shorter).
-const expectationTimeout = time.Minute
-
-// rememberFinishedFor bounds how long the final state of a deleted Job is kept.
-const rememberFinishedFor = 10 * time.Minute
+// defaultExpectationTimeout bounds how long the controller waits for the cache to show a Job it
+// created before it asks the API server directly (pkg/controller/job waits 5 minutes before
+// giving up on an expectation; here the answer comes from a live read, so waiting less is safe).
+const defaultExpectationTimeout = time.Minute
 
 // expectations remember, per Task, what the controller wrote and the cache may not show yet, so
 // that no decision is made on a view older than the controller's own writes:
 //
 //   - the resourceVersion of its last write to the Task: an older cached Task is skipped (the
 //     watch event of the write will bring the reconcile back);
-//   - Jobs it created: until the cache shows them the Task waits, so a stale cache can never
-//     lead to a second run;
-//   - Jobs it deleted: until the cache drops them they count as gone;
-//   - the final state of finished Jobs deleted before a reconcile read them (a TTL of 0 races
-//     the controller), so their outcome is not lost.
+//   - Jobs it created: until the cache shows them the Task waits; past the timeout the Job is
+//     read from the API server, never assumed gone;
+//   - Jobs it deleted: until the cache shows them deleted they count as being deleted.
 //
-// It is all in memory: after a restart the cache is freshly listed, and the Job names are
-// deterministic, so a repeated creation is an AlreadyExists, not a duplicate.
+// It is only an optimisation of what is durable: after a restart the cache is freshly listed,
+// the status names every Job whose outcome is not recorded, and Job names are deterministic, so
+// a repeated creation is an AlreadyExists, not a duplicate.
 type expectations struct {
-	mu    sync.Mutex
-	tasks map[types.UID]*taskExpectations
-	names map[types.NamespacedName]types.UID
+	timeout time.Duration
+	mu      sync.Mutex
+	tasks   map[types.UID]*taskExpectations
+	names   map[types.NamespacedName]types.UID
 }
 
 type taskExpectations struct {
-	written  string
-	creates  map[string]time.Time
-	deletes  map[string]time.Time
-	finished map[string]rememberedJob
+	written string
+	creates map[string]time.Time
+	deletes map[string]time.Time
 }
 
-type rememberedJob struct {
-	job observedJob
-	at  time.Time
-}
-
-func newExpectations() *expectations {
-	return &expectations{tasks: map[types.UID]*taskExpectations{}, names: map[types.NamespacedName]types.UID{}}
+func newExpectations(timeout time.Duration) *expectations {
+	if timeout <= 0 {
+		timeout = defaultExpectationTimeout
+	}
+	return &expectations{timeout: timeout, tasks: map[types.UID]*taskExpectations{}, names: map[types.NamespacedName]types.UID{}}
 }
 
 func (e *expectations) get(task *v1.Task) *taskExpectations {
 	te := e.tasks[task.UID]
 	if te == nil {
-		te = &taskExpectations{creates: map[string]time.Time{}, deletes: map[string]time.Time{}, finished: map[string]rememberedJob{}}
+		te = &taskExpectations{creates: map[string]time.Time{}, deletes: map[string]time.Time{}}
 		e.tasks[task.UID] = te
 		e.names[types.NamespacedName{Namespace: task.Namespace, Name: task.Name}] = task.UID
 	}
@@ -93,77 +88,56 @@ func (e *expectations) deleted(task *v1.Task, job string, now time.Time) {
 	e.get(task).deletes[job] = now
 }
 
-// settle checks the expectations against the Jobs now in the cache (by name). It returns how
-// long to wait for a created Job to show up (0: none pending) and the cached Jobs the
-// controller already deleted.
-func (e *expectations) settle(task *v1.Task, cached map[string]bool, now time.Time) (wait time.Duration, deleting map[string]bool) {
+// settlement is what the expectations say about the cache's view of a Task's Jobs.
+type settlement struct {
+	// wait is how long until the earliest unseen creation times out (0: none pending).
+	wait time.Duration
+	// overdue are Jobs created longer than the timeout ago that the cache still does not
+	// show: the controller reads them from the API server.
+	overdue []string
+	// deleting are cached Jobs the controller deleted whose deletion the cache does not show.
+	deleting map[string]bool
+}
+
+// settle checks the expectations against the Jobs now in the cache (by name).
+func (e *expectations) settle(task *v1.Task, cached map[string]bool, now time.Time) settlement {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var s settlement
 	te := e.tasks[task.UID]
 	if te == nil {
-		return 0, nil
+		return s
 	}
 	for name, at := range te.creates {
-		left := expectationTimeout - now.Sub(at)
+		left := e.timeout - now.Sub(at)
 		switch {
-		case cached[name] || left <= 0:
+		case cached[name]:
 			delete(te.creates, name)
-		case wait == 0 || left < wait:
-			wait = left
+		case left <= 0:
+			s.overdue = append(s.overdue, name)
+		case s.wait == 0 || left < s.wait:
+			s.wait = left
 		}
 	}
 	for name, at := range te.deletes {
-		if !cached[name] || now.Sub(at) >= expectationTimeout {
+		if !cached[name] || now.Sub(at) >= e.timeout {
 			delete(te.deletes, name)
 			continue
 		}
-		if deleting == nil {
-			deleting = map[string]bool{}
+		if s.deleting == nil {
+			s.deleting = map[string]bool{}
 		}
-		deleting[name] = true
+		s.deleting[name] = true
 	}
-	return wait, deleting
+	return s
 }
 
-// rememberFinished keeps the final state of a finished Job that was just deleted, for a Task
-// the controller is tracking.
-func (e *expectations) rememberFinished(owner types.UID, job observedJob, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	te := e.tasks[owner]
-	if te == nil {
-		return
-	}
-	te.finished[job.Name] = rememberedJob{job: job, at: now}
-}
-
-// finished returns the remembered final states of the task's deleted Jobs.
-func (e *expectations) finished(task *v1.Task, now time.Time) []observedJob {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	te := e.tasks[task.UID]
-	if te == nil {
-		return nil
-	}
-	var out []observedJob
-	for name, r := range te.finished {
-		if now.Sub(r.at) > rememberFinishedFor {
-			delete(te.finished, name)
-			continue
-		}
-		out = append(out, r.job)
-	}
-	return out
-}
-
-// consumed drops remembered final states once a stored status reflects them.
-func (e *expectations) consumed(task *v1.Task, jobs []string) {
+// confirmed drops the creation of job once the API server has answered for it.
+func (e *expectations) confirmed(task *v1.Task, job string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if te := e.tasks[task.UID]; te != nil {
-		for _, name := range jobs {
-			delete(te.finished, name)
-		}
+		delete(te.creates, job)
 	}
 }
 

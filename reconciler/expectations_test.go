@@ -10,7 +10,7 @@ import (
 )
 
 func TestExpectationsStale(t *testing.T) {
-	e := newExpectations()
+	e := newExpectations(0)
 	task := newTask()
 	task.ResourceVersion = "100"
 	if e.stale(task) {
@@ -37,48 +37,45 @@ func TestExpectationsStale(t *testing.T) {
 }
 
 func TestExpectationsSettle(t *testing.T) {
-	e := newExpectations()
+	e := newExpectations(0)
 	task := newTask()
-	e.created(task, "t-1", at(0))
-	if wait, _ := e.settle(task, map[string]bool{}, at(10)); wait != expectationTimeout-10*time.Second {
-		t.Errorf("unseen creation: wait %v, want %v", wait, expectationTimeout-10*time.Second)
+	e.created(task, "t-0-1", at(0))
+	if s := e.settle(task, map[string]bool{}, at(10)); s.wait != defaultExpectationTimeout-10*time.Second || len(s.overdue) != 0 {
+		t.Errorf("unseen creation: %+v, want a wait of %v", s, defaultExpectationTimeout-10*time.Second)
 	}
-	if wait, _ := e.settle(task, map[string]bool{"t-1": true}, at(11)); wait != 0 {
-		t.Errorf("seen creation: wait %v, want 0", wait)
+	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(11)); s.wait != 0 {
+		t.Errorf("seen creation: wait %v, want 0", s.wait)
 	}
-	e.created(task, "t-2", at(0))
-	if wait, _ := e.settle(task, map[string]bool{}, at(61)); wait != 0 {
-		t.Errorf("expired creation: wait %v, want 0", wait)
+	// Past the timeout a creation the cache still does not show is never assumed gone: it is
+	// handed over to be read from the API server, and kept until that read answered.
+	e.created(task, "t-0-2", at(0))
+	for range 2 {
+		if s := e.settle(task, map[string]bool{}, at(61)); s.wait != 0 || len(s.overdue) != 1 || s.overdue[0] != "t-0-2" {
+			t.Errorf("overdue creation: %+v, want t-0-2 overdue", s)
+		}
+	}
+	e.confirmed(task, "t-0-2")
+	if s := e.settle(task, map[string]bool{}, at(62)); len(s.overdue) != 0 {
+		t.Errorf("confirmed creation still overdue: %+v", s)
 	}
 
-	e.deleted(task, "t-1", at(100))
-	if _, deleting := e.settle(task, map[string]bool{"t-1": true}, at(101)); !deleting["t-1"] {
+	e.deleted(task, "t-0-1", at(100))
+	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(101)); !s.deleting["t-0-1"] {
 		t.Error("a deleted Job still in the cache is not reported as deleting")
 	}
-	if _, deleting := e.settle(task, map[string]bool{}, at(102)); deleting["t-1"] {
+	if s := e.settle(task, map[string]bool{}, at(102)); s.deleting["t-0-1"] {
 		t.Error("a deleted Job gone from the cache is still deleting")
 	}
 }
 
-func TestExpectationsRememberFinished(t *testing.T) {
-	e := newExpectations()
+func TestExpectationsTimeoutIsConfigurable(t *testing.T) {
+	e := newExpectations(2 * time.Second)
 	task := newTask()
-	j := oneShotJob(1, jobSucceeded, 5)
-	e.rememberFinished(task.UID, j, at(0))
-	if got := e.finished(task, at(1)); len(got) != 0 {
-		t.Errorf("remembered a Job of a Task the controller does not track: %v", got)
+	e.created(task, "t-0-1", at(0))
+	if s := e.settle(task, nil, at(1)); s.wait != time.Second {
+		t.Errorf("wait %v, want 1s", s.wait)
 	}
-	e.wrote(task)
-	e.rememberFinished(task.UID, j, at(0))
-	if got := e.finished(task, at(1)); len(got) != 1 || got[0].Name != j.Name {
-		t.Errorf("finished = %v, want %s", got, j.Name)
-	}
-	e.consumed(task, []string{j.Name})
-	if got := e.finished(task, at(2)); len(got) != 0 {
-		t.Errorf("still remembered after being consumed: %v", got)
-	}
-	e.rememberFinished(task.UID, j, at(0))
-	if got := e.finished(task, at(0).Add(rememberFinishedFor+time.Second)); len(got) != 0 {
-		t.Errorf("still remembered after %v: %v", rememberFinishedFor, got)
+	if s := e.settle(task, nil, at(2)); len(s.overdue) != 1 {
+		t.Errorf("not overdue after the timeout: %+v", s)
 	}
 }

@@ -58,11 +58,12 @@ func deadline(s int64) func(*v1.Task) {
 	return func(t *v1.Task) { t.Spec.Schedule.StartingDeadlineSeconds = ptr.To(s) }
 }
 
-// oneShotJob is attempt n of a one-shot Task, created at second n*100.
+// oneShotJob is attempt n of a one-shot Task, created at second n*100, still holding its
+// finalizer.
 func oneShotJob(n int32, state jobState, finishedAt int) observedJob {
 	j := observedJob{
 		Name: jobName("t", runID{Attempt: n}), UID: "job-uid",
-		Run: runID{Attempt: n}, Created: at(int(n) * 100), State: state,
+		Run: runID{Attempt: n}, Created: at(int(n) * 100), State: state, Protected: true,
 	}
 	if state != jobActive {
 		j.Finished = at(finishedAt)
@@ -76,7 +77,7 @@ func oneShotJob(n int32, state jobState, finishedAt int) observedJob {
 // schedJob is attempt n of the run scheduled at second s.
 func schedJob(s int, n int32, state jobState, finishedAt int) observedJob {
 	run := runID{Scheduled: at(s), Attempt: n}
-	j := observedJob{Name: jobName("t", run), UID: "job-uid", Run: run, Created: at(s), State: state}
+	j := observedJob{Name: jobName("t", run), UID: "job-uid", Run: run, Created: at(s), State: state, Protected: true}
 	if state != jobActive {
 		j.Finished = at(finishedAt)
 	}
@@ -87,3 +88,23 @@ func schedJob(s int, n int32, state jobState, finishedAt int) observedJob {
 }
 
 func ref(name string) *v1.JobReference { return &v1.JobReference{Name: name, UID: "job-uid"} }
+
+// run is the stored record of attempt n of the run scheduled at second s (0: one-shot).
+func run(s int, n int32, outcome v1.RunOutcome, finishedAt int) *v1.RunRecord {
+	id := runID{Attempt: n}
+	if s > 0 {
+		id.Scheduled = at(s)
+	}
+	r := &v1.RunRecord{ScheduledTime: timePtr(id.Scheduled), Attempt: n, Job: *ref(jobName("t", id)), Outcome: outcome}
+	if outcome != v1.RunActive {
+		r.FinishTime = mtime(finishedAt)
+	}
+	return r
+}
+
+// retrying is the stored record of a failed attempt whose retry is due at second retryAt.
+func retrying(s int, n int32, finishedAt, retryAt int) *v1.RunRecord {
+	r := run(s, n, v1.RunFailed, finishedAt)
+	r.RetryTime = mtime(retryAt)
+	return r
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -35,7 +36,7 @@ func TestSuccess(t *testing.T) {
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
 
 	st := got.Status
-	if st.Attempts != 1 || st.LastJob == nil || st.LastJob.Name != "ok-1" || st.StartTime == nil || st.CompletionTime == nil ||
+	if st.Attempts != 1 || st.LastJob == nil || st.LastJob.Name != "ok-0-1" || st.StartTime == nil || st.CompletionTime == nil ||
 		st.LastError != "" || st.NextRunTime != nil || len(st.ActiveJobs) != 0 || st.ObservedGeneration != got.Generation {
 		t.Errorf("status: %+v", st)
 	}
@@ -44,9 +45,13 @@ func TestSuccess(t *testing.T) {
 			t.Errorf("condition %s = %+v, want True at generation %d", typ, c, got.Generation)
 		}
 	}
-	if !slices.Contains(got.Finalizers, v1.FinalizerJobs) {
-		t.Errorf("finalizers = %v", got.Finalizers)
-	}
+	wantKstatus(t, got, kstatus.CurrentStatus)
+	// Finished and recorded: neither the Task nor its Job holds a finalizer (issue #14 item 13).
+	testenv.Eventually(e.t, waitTimeout, "the finalizers to go", func(context.Context) (bool, error) {
+		task, jobs := e.get(task.Name), e.jobs(task.Name)
+		return len(task.Finalizers) == 0 && len(jobs) == 1 && len(jobs[0].Finalizers) == 0,
+			fmt.Errorf("task finalizers %v, %d jobs", task.Finalizers, len(jobs))
+	})
 
 	jobs := e.jobs(task.Name)
 	if len(jobs) != 1 {
@@ -113,6 +118,7 @@ func TestRetriesExhausted(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionFailed); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "RetriesExhausted" {
 		t.Errorf("Failed condition = %+v", c)
 	}
+	wantKstatus(t, got, kstatus.FailedStatus)
 	if !strings.Contains(got.Status.LastError, "BackoffLimitExceeded") {
 		t.Errorf("lastError = %q", got.Status.LastError)
 	}
@@ -121,8 +127,8 @@ func TestRetriesExhausted(t *testing.T) {
 		names = append(names, j.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"doomed-1", "doomed-2", "doomed-3"}) {
-		t.Errorf("Jobs = %v, want doomed-1..3", names)
+	if !slices.Equal(names, []string{"doomed-0-1", "doomed-0-2", "doomed-0-3"}) {
+		t.Errorf("Jobs = %v, want doomed-0-1..3", names)
 	}
 	testenv.Eventually(t, waitTimeout, "events", func(context.Context) (bool, error) {
 		reasons := e.eventReasons(got)
@@ -138,7 +144,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	task := e.create(e.task("flaky", withLabels(outcome, fail), withRetries(3), func(t *v1.Task) {
 		t.Spec.Retry.Backoff.Initial = &metav1.Duration{Duration: 3 * time.Second}
 	}))
-	e.waitPhase(task.Name, v1.PhaseRetrying)
+	wantKstatus(t, e.waitPhase(task.Name, v1.PhaseRetrying), kstatus.InProgressStatus)
 	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, outcome) })
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
 	if got.Status.Attempts < 2 || got.Status.LastError != "" {
@@ -228,20 +234,37 @@ func TestSuspendResume(t *testing.T) {
 	}
 }
 
+// TestScheduleForbid: while a run is active, due times are held back, not consumed (issue #14
+// item 8); once it ends, the latest held-back time starts at once, and runs never overlap.
 func TestScheduleForbid(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	task := e.create(e.task("cron-forbid", withLabels(outcome, hang), func(t *v1.Task) {
-		t.Spec.Schedule = &v1.Schedule{Cron: "@every 2s", ConcurrencyPolicy: v1.ForbidConcurrent}
+	w := e.watchJobs()
+	task := e.create(e.task("cron-forbid", withLabels(testenv.RunSecondsLabel, "7"), func(t *v1.Task) {
+		t.Spec.Schedule = &v1.Schedule{Cron: "@every 3s", ConcurrencyPolicy: v1.ForbidConcurrent}
 	}))
-	testenv.Eventually(t, waitTimeout, "two skipped runs", func(context.Context) (bool, error) {
-		got := e.get(task.Name)
-		return got.Status.MissedRuns >= 2, errors.New(describe(got))
+	testenv.Eventually(e.t, waitTimeout, "two finished runs", func(context.Context) (bool, error) {
+		jobs := w.of(task.Name)
+		return len(jobs) >= 2 && jobs[1].Outcome != "", fmt.Errorf("%v", jobs)
 	})
-	got := e.get(task.Name)
-	if jobs := e.jobs(task.Name); len(jobs) != 1 || got.Status.Phase != v1.PhaseRunning || got.Status.LastScheduleTime == nil {
-		t.Errorf("Forbid: %d Jobs, %s", len(jobs), describe(got))
+	jobs := w.of(task.Name)
+	first, second := jobs[0], jobs[1]
+	held, err := time.Parse(time.RFC3339, second.Scheduled)
+	if err != nil {
+		t.Fatalf("second run's scheduled time %q: %v", second.Scheduled, err)
 	}
+	if held.After(first.Finished) {
+		t.Errorf("the second run is for %v, after the first ended at %v: the time held back during the first was lost", held, first.Finished)
+	}
+	if second.Created.Before(first.Finished) {
+		t.Errorf("Forbid: the second run started at %v, before the first ended at %v", second.Created, first.Finished)
+	}
+	got := e.get(task.Name)
+	if got.Status.MissedRuns < 1 || got.Status.LastScheduleTime == nil || got.Status.LastScheduleTime.Time.Before(held) {
+		t.Errorf("status: %s, lastScheduleTime %v", describe(got), got.Status.LastScheduleTime)
+	}
+	wantKstatus(t, got, kstatus.CurrentStatus)
+	w.checkOnce(t)
 }
 
 func TestScheduleReplace(t *testing.T) {
@@ -320,7 +343,7 @@ func TestRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	task := e.create(e.task("survivor", withLabels(testenv.RunSecondsLabel, "6")))
-	e.waitPhase(task.Name, v1.PhaseRunning)
+	wantKstatus(t, e.waitPhase(task.Name, v1.PhaseRunning), kstatus.InProgressStatus)
 	e.op.stop(t)
 	e.op = e.startOperator()
 	got := e.waitPhase(task.Name, v1.PhaseSucceeded)

@@ -37,12 +37,16 @@ func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 			Labels:          labels,
 			Annotations:     jobAnnotations(run),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
+			// Held until the Task's status records how this attempt ended.
+			Finalizers: []string{v1.FinalizerRunOutcome},
 		},
 		Spec: batchv1.JobSpec{
 			Parallelism: ptr.To(parallelism),
 			Completions: ptr.To(parallelism),
-			// Retries are the Task's: each is a new Job, spaced by the Task's backoff.
+			// Retries are the Task's: each is a new Job, spaced by the Task's backoff. So with
+			// completions = parallelism, one failed pod fails the run.
 			BackoffLimit:            ptr.To[int32](0),
+			PodFailurePolicy:        ignoreDisruptions(),
 			ActiveDeadlineSeconds:   deadlineSeconds(task.Spec.Timeout),
 			TTLSecondsAfterFinished: task.Spec.TTLSecondsAfterFinished,
 			Template: corev1.PodTemplateSpec{
@@ -70,6 +74,20 @@ func jobAnnotations(run runID) map[string]string {
 		return nil
 	}
 	return map[string]string{v1.AnnotationScheduledTime: run.Scheduled.UTC().Format(time.RFC3339)}
+}
+
+// ignoreDisruptions is the Job's pod failure policy: a pod that failed because it was evicted,
+// preempted or its node went away (the DisruptionTarget condition) is replaced by the Job
+// controller and does not count against backoffLimit, so a disruption never costs the Task a
+// retry. Any other failed pod fails the Job, and with it the attempt.
+func ignoreDisruptions() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
+			Type:   corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue,
+		}},
+	}}}
 }
 
 func ownerRef(task *v1.Task) metav1.OwnerReference {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +24,11 @@ func TestBuildJob(t *testing.T) {
 	})
 	job := buildJob(task, opts, runID{Attempt: 2})
 
-	if job.Name != "t-2" || job.Namespace != "ns" {
-		t.Errorf("name = %s/%s, want ns/t-2", job.Namespace, job.Name)
+	if job.Name != "t-0-2" || job.Namespace != "ns" {
+		t.Errorf("name = %s/%s, want ns/t-0-2", job.Namespace, job.Name)
+	}
+	if diff := cmp.Diff([]string{v1.FinalizerRunOutcome}, job.Finalizers); diff != "" {
+		t.Errorf("finalizers (-want +got):\n%s", diff)
 	}
 	wantLabels := map[string]string{
 		"team": "a", "e2e.example.com/outcome": "fail",
@@ -56,6 +60,14 @@ func TestBuildJob(t *testing.T) {
 	if spec.Suspend != nil {
 		t.Errorf("a new Job is created suspended=%v", *spec.Suspend)
 	}
+	// Evictions and preemptions do not fail the attempt; any other pod failure does.
+	wantPolicy := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:          batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+	}}}
+	if diff := cmp.Diff(wantPolicy, spec.PodFailurePolicy); diff != "" {
+		t.Errorf("podFailurePolicy (-want +got):\n%s", diff)
+	}
 	pod := spec.Template.Spec
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy = %s", pod.RestartPolicy)
@@ -83,7 +95,7 @@ func TestBuildJob(t *testing.T) {
 func TestBuildJobScheduled(t *testing.T) {
 	task := newTask(scheduled(v1.ForbidConcurrent))
 	job := buildJob(task, Options{}.withDefaults(), runID{Scheduled: at(60), Attempt: 2})
-	if job.Name != "t-1767225660-2" {
+	if job.Name != "t-1767225660-2" || job.Finalizers[0] != v1.FinalizerRunOutcome {
 		t.Errorf("name = %s", job.Name)
 	}
 	if job.Labels[v1.LabelRun] != "1767225660" || job.Labels[v1.LabelAttempt] != "2" {
@@ -93,7 +105,7 @@ func TestBuildJobScheduled(t *testing.T) {
 		t.Errorf("scheduled-time annotation = %q", got)
 	}
 	// The Job reads back as the run it was built for.
-	if got := observeJob(job).Run; !got.Scheduled.Equal(at(60)) || got.Attempt != 2 {
+	if got := observeJob(task.Name, job).Run; !got.Scheduled.Equal(at(60)) || got.Attempt != 2 {
 		t.Errorf("observeJob(buildJob(run)).Run = %+v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +16,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,29 +108,58 @@ type operator struct {
 	writes *writeCounter
 }
 
-func (e *env) startOperator() *operator { return e.startOperatorAs("") }
+func (e *env) startOperator() *operator { return e.startOperatorWith(operatorOptions{}) }
 
 // startOperatorAs runs the operator as the given user (impersonated); "" is the admin.
 func (e *env) startOperatorAs(user string) *operator {
+	return e.startOperatorWith(operatorOptions{user: user})
+}
+
+// operatorOptions vary how a test's operator runs.
+type operatorOptions struct {
+	// user is impersonated; "" is the admin.
+	user string
+	// hide, when set, hides the Jobs it names from the controller's cache reads (a lagging
+	// cache, or labels stripped by a policy); reads past the cache still see them.
+	hide func(name string) bool
+	// expectationTimeout shortens the wait for the cache to show a created Job.
+	expectationTimeout time.Duration
+}
+
+func (e *env) startOperatorWith(oo operatorOptions) *operator {
 	e.t.Helper()
 	w := &writeCounter{}
 	cfg := rest.CopyConfig(e.cfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: oo.user}
 	cfg.Wrap(w.wrap)
 	cacheOpts := reconciler.CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{e.ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Logger:                 ctrl.Log.WithName(e.ns),
-	})
+	}
+	if oo.hide != nil {
+		opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil {
+				return nil, err
+			}
+			return &hidingClient{Client: c, hide: oo.hide}, nil
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		e.t.Fatalf("new manager: %v", err)
 	}
-	if err := reconciler.SetupWithManager(mgr, reconciler.Options{MaxConcurrentReconciles: 2}); err != nil {
+	ropts := reconciler.Options{MaxConcurrentReconciles: 2}
+	if oo.expectationTimeout > 0 {
+		ropts = reconciler.WithExpectationTimeout(ropts, oo.expectationTimeout)
+	}
+	if err := reconciler.SetupWithManager(mgr, ropts); err != nil {
 		e.t.Fatalf("setup: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,6 +167,29 @@ func (e *env) startOperatorAs(user string) *operator {
 	go func() { op.done <- mgr.Start(ctx) }()
 	e.t.Cleanup(func() { op.stop(e.t) })
 	return op
+}
+
+// hidingClient is the manager's client (cache reads) with some Jobs hidden from Get and List.
+type hidingClient struct {
+	client.Client
+	hide func(name string) bool
+}
+
+func (c *hidingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*batchv1.Job); ok && c.hide(key.Name) {
+		return apierrors.NewNotFound(batchv1.Resource("jobs"), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *hidingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if jobs, ok := list.(*batchv1.JobList); ok {
+		jobs.Items = slices.DeleteFunc(jobs.Items, func(j batchv1.Job) bool { return c.hide(j.Name) })
+	}
+	return nil
 }
 
 // stop stops the manager and waits for it; calling it again is harmless.
@@ -307,4 +363,31 @@ func withLabels(kv ...string) func(*v1.Task) {
 
 func withRetries(n int32) func(*v1.Task) {
 	return func(t *v1.Task) { t.Spec.Retry.MaxRetries = n }
+}
+
+// wantKstatus checks what kstatus (sigs.k8s.io/cli-utils, as Flux, kpt and Argo CD health checks
+// use it) computes for a Task as read from the API server.
+func wantKstatus(t *testing.T, task *v1.Task, want kstatus.Status) {
+	t.Helper()
+	got, err := kstatusOf(task)
+	if err != nil {
+		t.Fatalf("kstatus: %v", err)
+	}
+	if got != want {
+		t.Errorf("kstatus of %s (phase %s) = %s, want %s", task.Name, task.Status.Phase, got, want)
+	}
+}
+
+func kstatusOf(task *v1.Task) (kstatus.Status, error) {
+	task = task.DeepCopy()
+	task.APIVersion, task.Kind = v1.GroupVersion.String(), v1.Kind
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
+	if err != nil {
+		return "", err
+	}
+	res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		return "", err
+	}
+	return res.Status, nil
 }

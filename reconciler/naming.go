@@ -12,16 +12,29 @@ import (
 // the batch.kubernetes.io/job-name label of every pod.
 const maxNameLength = 63
 
-// runID names one run of a Task. A one-shot Task has a single run whose attempts are retries; a
-// scheduled Task has one run per schedule time, each with its own attempts.
+// runID names one attempt of one run of a Task. A one-shot Task has a single run whose attempts
+// are retries; a scheduled Task has one run per schedule time, each with its own attempts.
 type runID struct {
-	// Scheduled is the schedule time the run is for; zero for a one-shot Task.
+	// Scheduled is the schedule time the run is for; zero for a one-shot run.
 	Scheduled time.Time
-	// Attempt counts from 1; attempts after the first are retries.
+	// Attempt counts from 1; attempts after the first are retries. 0 means unknown.
 	Attempt int32
 }
 
 func (r runID) isScheduled() bool { return !r.Scheduled.IsZero() }
+
+// sameRun reports whether r and o are attempts of the same run.
+func (r runID) sameRun(o runID) bool { return r.Scheduled.Equal(o.Scheduled) }
+
+func (r runID) equal(o runID) bool { return r.sameRun(o) && r.Attempt == o.Attempt }
+
+// scheduleKey is the run's schedule time in Unix seconds, 0 for a one-shot run.
+func (r runID) scheduleKey() int64 {
+	if !r.isScheduled() {
+		return 0
+	}
+	return r.Scheduled.Unix()
+}
 
 // runLabel is the value of v1.LabelRun: the attempt for a one-shot run, the schedule time in Unix
 // seconds for a scheduled one.
@@ -32,17 +45,16 @@ func (r runID) runLabel() string {
 	return strconv.Itoa(int(r.Attempt))
 }
 
-// nameSuffix is what the run adds to the Task's name: "-3" for the third attempt of a one-shot
-// Task, "-1767225600" for the first attempt of a scheduled run (Unix seconds, like a CronJob's
-// minutes but precise enough for @every schedules) and "-1767225600-2" for its retry.
+// nameSuffix is what the run adds to the Task's name: always two numbers, the schedule time in
+// Unix seconds (0 for a one-shot run) and the attempt, so "-0-3" is the third attempt of a
+// one-shot Task and "-1767225600-1" the first attempt of a scheduled run. Because the suffix
+// always has exactly two components, the Task's name is what is left once they are cut off
+// from the right: two Tasks can never map to the same Job name.
 func (r runID) nameSuffix() string {
-	if r.isScheduled() && r.Attempt > 1 {
-		return fmt.Sprintf("-%d-%d", r.Scheduled.Unix(), r.Attempt)
-	}
-	return "-" + r.runLabel()
+	return fmt.Sprintf("-%d-%d", r.scheduleKey(), r.Attempt)
 }
 
-// less orders runs: by schedule time, then attempt.
+// less orders runs: by schedule time (one-shot first), then attempt.
 func (r runID) less(o runID) bool {
 	if !r.Scheduled.Equal(o.Scheduled) {
 		return r.Scheduled.Before(o.Scheduled)
@@ -50,11 +62,53 @@ func (r runID) less(o runID) bool {
 	return r.Attempt < o.Attempt
 }
 
+func (r runID) String() string {
+	if !r.isScheduled() {
+		return fmt.Sprintf("attempt %d", r.Attempt)
+	}
+	return fmt.Sprintf("attempt %d of the run for %s", r.Attempt, r.Scheduled.UTC().Format(time.RFC3339))
+}
+
 // jobName is the deterministic name of the Job for a run: the Task's name plus the run's suffix.
 // When that exceeds 63 characters the Task's name is cut and a hash of the whole name keeps
-// different long names apart: "<cut name>-<8 hex>-<suffix>".
+// different long names apart: "<cut name>-<8 hex>-<schedule>-<attempt>".
 func jobName(taskName string, run runID) string {
 	return fitName(taskName, run.nameSuffix(), maxNameLength)
+}
+
+// runFromName reads the run back out of a Job name made by jobName for taskName. It is how a Job
+// whose labels and annotations were stripped is still recognised; ok is false for any other
+// name (another Task's Job, or one named by an earlier release).
+func runFromName(taskName, name string) (runID, bool) {
+	rest, attempt, ok := cutNumber(name)
+	if !ok || attempt < 1 || attempt > 1<<31-1 {
+		return runID{}, false
+	}
+	_, sched, ok := cutNumber(rest)
+	if !ok {
+		return runID{}, false
+	}
+	run := runID{Attempt: int32(attempt)}
+	if sched != 0 {
+		run.Scheduled = time.Unix(sched, 0).UTC()
+	}
+	if jobName(taskName, run) != name {
+		return runID{}, false
+	}
+	return run, true
+}
+
+// cutNumber splits "<rest>-<decimal>" into rest and the number.
+func cutNumber(s string) (string, int64, bool) {
+	i := strings.LastIndexByte(s, '-')
+	if i < 0 || i == len(s)-1 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil || n < 0 || strings.HasPrefix(s[i+1:], "+") {
+		return "", 0, false
+	}
+	return s[:i], n, true
 }
 
 // labelValue is name itself when it fits a label value (63 characters), else a cut of it plus a
@@ -86,4 +140,33 @@ func shortHash(s string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(s))
 	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// legacyAttemptLimit tells the two numbers of names made by earlier releases apart: attempts
+// are at most 101 (maxRetries ≤ 100), schedule times in Unix seconds are far larger.
+const legacyAttemptLimit = 1000
+
+// legacyRunFromName reads a run out of a Job name made by an earlier release, for a status that
+// names its last Job but has no currentRun: "<task>-<attempt>" for a one-shot run,
+// "<task>-<unix>" for the first attempt of a scheduled run, "<task>-<unix>-<attempt>" for its
+// retries.
+func legacyRunFromName(taskName, name string) (runID, bool) {
+	rest, last, ok := cutNumber(name)
+	if !ok || last < 1 {
+		return runID{}, false
+	}
+	if last <= legacyAttemptLimit {
+		if fitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
+			return runID{Attempt: int32(last)}, true
+		}
+		_, sched, ok := cutNumber(rest)
+		if ok && sched > legacyAttemptLimit && fitName(taskName, fmt.Sprintf("-%d-%d", sched, last), maxNameLength) == name {
+			return runID{Scheduled: time.Unix(sched, 0).UTC(), Attempt: int32(last)}, true
+		}
+		return runID{}, false
+	}
+	if fitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
+		return runID{Scheduled: time.Unix(last, 0).UTC(), Attempt: 1}, true
+	}
+	return runID{}, false
 }

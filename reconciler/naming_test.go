@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +19,15 @@ func TestJobName(t *testing.T) {
 		run  runID
 		want string
 	}{
-		{"first attempt", "backup", runID{Attempt: 1}, "backup-1"},
-		{"retry", "backup", runID{Attempt: 12}, "backup-12"},
-		{"scheduled first attempt", "nightly", runID{Scheduled: sched, Attempt: 1}, "nightly-1767225600"},
+		{"first attempt", "backup", runID{Attempt: 1}, "backup-0-1"},
+		{"retry", "backup", runID{Attempt: 12}, "backup-0-12"},
+		{"scheduled first attempt", "nightly", runID{Scheduled: sched, Attempt: 1}, "nightly-1767225600-1"},
 		{"scheduled retry", "nightly", runID{Scheduled: sched, Attempt: 2}, "nightly-1767225600-2"},
-		{"scheduled time in another zone names the same instant", "nightly", runID{Scheduled: sched.In(time.FixedZone("x", 3600)), Attempt: 1}, "nightly-1767225600"},
-		{"exactly 63", strings.Repeat("b", 61), runID{Attempt: 1}, strings.Repeat("b", 61) + "-1"},
-		{"too long is cut and hashed", long, runID{Attempt: 1}, long[:52] + "-" + shortHash(long) + "-1"},
+		{"scheduled time in another zone names the same instant", "nightly", runID{Scheduled: sched.In(time.FixedZone("x", 3600)), Attempt: 1}, "nightly-1767225600-1"},
+		{"exactly 63", strings.Repeat("b", 59), runID{Attempt: 1}, strings.Repeat("b", 59) + "-0-1"},
+		{"too long is cut and hashed", long, runID{Attempt: 1}, long[:50] + "-" + shortHash(long) + "-0-1"},
 		{"too long scheduled", long, runID{Scheduled: sched, Attempt: 3}, long[:41] + "-" + shortHash(long) + "-1767225600-3"},
-		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, strings.TrimRight(longDotted[:52], ".-") + "-" + shortHash(longDotted) + "-1"},
+		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, strings.TrimRight(longDotted[:50], ".-") + "-" + shortHash(longDotted) + "-0-1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +47,38 @@ func TestJobName(t *testing.T) {
 			if again := jobName(tc.task, tc.run); again != got {
 				t.Errorf("not deterministic: %q then %q", got, again)
 			}
+			back, ok := runFromName(tc.task, got)
+			if !ok || !back.equal(tc.run) {
+				t.Errorf("runFromName(%q, %q) = %+v, %v; want %+v", tc.task, got, back, ok, tc.run)
+			}
 		})
+	}
+}
+
+// TestJobNamesNeverCollide is issue #14 item 7: under the old naming, Task "a"'s scheduled retry
+// and Task "a-1767225660"'s one-shot retry were both "a-1767225660-2". Every pair of (Task, run)
+// below must map to distinct Job names, and each name must read back only as its own Task's.
+func TestJobNamesNeverCollide(t *testing.T) {
+	sched := time.Unix(1767225660, 0).UTC()
+	tasks := []string{"a", "a-0", "a-1", "a-1767225660", "a-1767225660-2", "a-0-1", "a0", "b", strings.Repeat("x", 70), strings.Repeat("x", 70) + "-0"}
+	runs := []runID{{Attempt: 1}, {Attempt: 2}, {Attempt: 10}, {Scheduled: sched, Attempt: 1}, {Scheduled: sched, Attempt: 2}, {Scheduled: sched.Add(time.Minute), Attempt: 1}}
+	owner := map[string]string{}
+	for _, task := range tasks {
+		for _, run := range runs {
+			name := jobName(task, run)
+			key := fmt.Sprintf("%s %+v", task, run)
+			if prev, ok := owner[name]; ok {
+				t.Errorf("%s and %s both map to Job %s", prev, key, name)
+			}
+			owner[name] = key
+		}
+	}
+	for name, key := range owner {
+		for _, task := range tasks {
+			if _, ok := runFromName(task, name); ok && !strings.HasPrefix(key, task+" ") {
+				t.Errorf("Job %s of %s reads as a Job of Task %q", name, key, task)
+			}
+		}
 	}
 }
 
@@ -55,6 +87,52 @@ func TestJobNameKeepsLongNamesApart(t *testing.T) {
 	b := strings.Repeat("x", 80) + "b"
 	if jobName(a, runID{Attempt: 1}) == jobName(b, runID{Attempt: 1}) {
 		t.Fatal("two long Task names that differ only at the end got the same Job name")
+	}
+}
+
+func TestRunFromNameRejects(t *testing.T) {
+	for _, tc := range []struct{ task, name string }{
+		{"t", "t-1"},              // an earlier release's one-shot name
+		{"t", "t-1767225600"},     // an earlier release's scheduled name
+		{"t", "t-0-0"},            // attempt 0
+		{"t", "t-0-+1"},           // not decimal digits
+		{"t", "u-0-1"},            // another Task's
+		{"t", "t-x-1"},            // not a number
+		{"t", "t--1"},             // empty component
+		{"t", "t-0-99999999999"},  // attempt out of range
+		{"t-0", "t-0-1"},          // Task "t"'s Job, not "t-0"'s
+		{"t", "tt-0-1"},           // a Task whose name merely starts with t
+		{"t", ""},                 // nothing
+		{"t", "-0-1"},             // no Task part
+		{"t", "t-1767225600-2-3"}, // three numbers
+	} {
+		if run, ok := runFromName(tc.task, tc.name); ok {
+			t.Errorf("runFromName(%q, %q) = %+v, want no match", tc.task, tc.name, run)
+		}
+	}
+}
+
+func TestLegacyRunFromName(t *testing.T) {
+	sched := time.Unix(1767225600, 0).UTC()
+	long := strings.Repeat("a", 62)
+	tests := []struct {
+		task, name string
+		want       runID
+		ok         bool
+	}{
+		{"t", "t-1", runID{Attempt: 1}, true},
+		{"t", "t-12", runID{Attempt: 12}, true},
+		{"t", "t-1767225600", runID{Scheduled: sched, Attempt: 1}, true},
+		{"t", "t-1767225600-2", runID{Scheduled: sched, Attempt: 2}, true},
+		{long, long[:52] + "-" + shortHash(long) + "-1", runID{Attempt: 1}, true},
+		{"t", "u-1", runID{}, false},
+		{"t", "t-0-1", runID{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := legacyRunFromName(tc.task, tc.name)
+		if ok != tc.ok || !got.equal(tc.want) {
+			t.Errorf("legacyRunFromName(%q, %q) = %+v, %v; want %+v, %v", tc.task, tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }
 
@@ -89,6 +167,7 @@ func TestRunIDLess(t *testing.T) {
 	}{
 		{runID{Attempt: 1}, runID{Attempt: 2}, true},
 		{runID{Attempt: 2}, runID{Attempt: 1}, false},
+		{runID{Attempt: 9}, runID{Scheduled: t0, Attempt: 1}, true}, // a one-shot run sorts before any scheduled one
 		{runID{Scheduled: t0, Attempt: 3}, runID{Scheduled: t0.Add(time.Second), Attempt: 1}, true},
 		{runID{Scheduled: t0, Attempt: 1}, runID{Scheduled: t0, Attempt: 1}, false},
 	}
@@ -97,4 +176,15 @@ func TestRunIDLess(t *testing.T) {
 			t.Errorf("%+v.less(%+v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+func FuzzRunFromName(f *testing.F) {
+	f.Add("t", "t-0-1")
+	f.Add("a-1", "a-1-1767225600-2")
+	f.Fuzz(func(t *testing.T, task, name string) {
+		run, ok := runFromName(task, name)
+		if ok && jobName(task, run) != name {
+			t.Errorf("runFromName(%q, %q) = %+v, which names %q", task, name, run, jobName(task, run))
+		}
+	})
 }

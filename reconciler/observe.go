@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "example.com/task-operator/apis/v1"
 )
@@ -25,8 +26,8 @@ const (
 
 func (s jobState) finished() bool { return s != jobActive }
 
-// observedJob is what the controller knows about one of a Task's Jobs: the Job as it is in the
-// cache, or its final state remembered after it was deleted.
+// observedJob is what the controller knows about one of a Task's Jobs: the Job as read from the
+// cache or, when the cache does not show it, from the API server.
 type observedJob struct {
 	Name string
 	UID  types.UID
@@ -40,18 +41,41 @@ type observedJob struct {
 	Finished time.Time
 	// Reason and Message come from the Job's Failed condition.
 	Reason, Message string
-	// Gone says the Job no longer exists, or is on its way out: it keeps counting for the
-	// outcome of its run but is no longer active.
-	Gone bool
+	// Deleting says the Job has a deletion timestamp (a TTL, a user, the controller itself):
+	// it still tells its outcome, but no longer runs.
+	Deleting bool
+	// Missing says the status named this Job but the API server no longer has it: its outcome
+	// is unknown.
+	Missing bool
+	// Protected says the Job carries v1.FinalizerRunOutcome.
+	Protected bool
+	// Uncached says the Job was read past the cache (its labels were stripped, or the cache
+	// lags): no watch event will announce its changes, so the controller polls it.
+	Uncached bool
 	// Replaced says the controller deleted the active Job for a newer run (policy Replace).
 	Replaced bool
 }
 
-func (j observedJob) active() bool { return j.State == jobActive && !j.Gone }
+// gone says the Job no longer runs: it is being deleted or no longer exists.
+func (j observedJob) gone() bool { return j.Deleting || j.Missing }
+
+func (j observedJob) active() bool { return j.State == jobActive && !j.gone() }
+
+// unjudged says j was deleted before it finished less than deletionSettleTime ago: its pods may
+// still run and its outcome is not decided yet, so it still counts as active.
+func (j observedJob) unjudged(now time.Time) bool {
+	return j.Deleting && !j.Missing && !j.Replaced && j.State == jobActive && now.Before(j.Finished.Add(deletionSettleTime))
+}
 
 // failure is the one-line reason a failed Job gives, for status.lastError.
 func (j observedJob) failure() string {
 	switch {
+	case j.Missing:
+		return fmt.Sprintf("Job %s disappeared before its outcome was recorded", j.Name)
+	case j.State == jobActive && j.Replaced:
+		return fmt.Sprintf("Job %s was replaced by a newer run", j.Name)
+	case j.State == jobActive && j.Deleting:
+		return fmt.Sprintf("Job %s was deleted before it finished", j.Name)
 	case j.Reason != "" && j.Message != "":
 		return fmt.Sprintf("Job %s failed: %s: %s", j.Name, j.Reason, j.Message)
 	case j.Reason != "":
@@ -61,17 +85,19 @@ func (j observedJob) failure() string {
 	}
 }
 
-// observeJob reads a Job: its run from the controller's labels and annotation, its state from
-// its terminal conditions (the Job controller sets Complete or Failed only once every pod has
-// terminated, so a finished Job has nothing left running).
-func observeJob(job *batchv1.Job) observedJob {
+// observeJob reads a Job of taskName: its run from the controller's labels and annotation (or,
+// when they were stripped, from its name), its state from its terminal conditions (the Job
+// controller sets Complete or Failed only once every pod has terminated, so a finished Job has
+// nothing left running).
+func observeJob(taskName string, job *batchv1.Job) observedJob {
 	o := observedJob{
 		Name:      job.Name,
 		UID:       job.UID,
-		Run:       runOfJob(job),
+		Run:       runOfJob(taskName, job),
 		Created:   job.CreationTimestamp.Time,
 		Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
-		Gone:      job.DeletionTimestamp != nil,
+		Deleting:  job.DeletionTimestamp != nil,
+		Protected: controllerutil.ContainsFinalizer(job, v1.FinalizerRunOutcome),
 	}
 	if job.DeletionTimestamp != nil {
 		// Until a terminal condition says otherwise, a Job being deleted ended then.
@@ -92,17 +118,38 @@ func observeJob(job *batchv1.Job) observedJob {
 			o.Reason, o.Message = c.Reason, c.Message
 		}
 	}
+	if o.State == jobActive && o.Deleting && succeededBeforeDeletion(job) {
+		o.State = jobSucceeded
+	}
 	if o.State.finished() && o.Finished.IsZero() {
 		o.Finished = o.Created // a condition without a time: the backoff counts from creation
 	}
 	return o
 }
 
-// runOfJob reads the run a Job was created for. A Job without the labels (not ours, or
-// edited) reads as attempt 0 of an unscheduled run, which sorts before every real run.
-func runOfJob(job *batchv1.Job) runID {
+// succeededBeforeDeletion says the Job controller had counted the Job's success when the Job
+// was deleted: it had set SuccessCriteriaMet or counted every completion, and would have set
+// Complete next. It never will: it stops syncing a Job that is being deleted. For a Job that is
+// not being deleted the controller waits for Complete, which comes once no pod runs any more.
+func succeededBeforeDeletion(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobSuccessCriteriaMet && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return job.Spec.Completions != nil && *job.Spec.Completions > 0 && job.Status.Succeeded >= *job.Spec.Completions
+}
+
+// runOfJob reads the run a Job was created for. Its name says it (names are immutable and made
+// by jobName); a Job named by an earlier release is read from its labels and scheduled-time
+// annotation instead. A Job that tells neither reads as attempt 0 of a one-shot run, which sorts
+// before every real run.
+func runOfJob(taskName string, job *batchv1.Job) runID {
+	if named, ok := runFromName(taskName, job.Name); ok {
+		return named
+	}
 	var r runID
-	if n, err := strconv.ParseInt(job.Labels[v1.LabelAttempt], 10, 32); err == nil {
+	if n, err := strconv.ParseInt(job.Labels[v1.LabelAttempt], 10, 32); err == nil && n > 0 {
 		r.Attempt = int32(n)
 	}
 	if ts, ok := job.Annotations[v1.AnnotationScheduledTime]; ok {

@@ -20,6 +20,10 @@ type Options struct {
 	RunnerImage string
 	// Clock tells the time; tests inject a fake one. Default the real clock.
 	Clock clock.PassiveClock
+
+	// expectationTimeout is how long a created Job may be missing from the cache before it is
+	// read from the API server (default one minute); tests shorten it.
+	expectationTimeout time.Duration
 }
 
 // Defaults for Options.
@@ -49,6 +53,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.expectationTimeout <= 0 {
+		o.expectationTimeout = defaultExpectationTimeout
 	}
 	return o
 }

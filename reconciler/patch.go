@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,9 +14,11 @@ import (
 )
 
 // patchHelper writes a Task back the way cluster-api's util/patch does: it snapshots the Task
-// when created, and Patch sends only what changed since — a merge patch of the finalizers
-// (guarded by the resourceVersion, so another writer's finalizer is never dropped) and a merge
-// patch of the status subresource — and nothing at all when nothing changed.
+// when created, and Patch sends only what changed since — a merge patch of the finalizers and a
+// merge patch of the status subresource, both guarded by the resourceVersion — and nothing at
+// all when nothing changed. The guard matters: the status is the durable record of every run,
+// and one computed from a Task that changed since it was read (a second writer, a replica that
+// lost its lease) must not overwrite a newer record; it fails with a conflict and is redone.
 type patchHelper struct {
 	client client.Client
 	before *v1.Task
@@ -54,18 +57,19 @@ func (h *patchHelper) patchFinalizers(ctx context.Context, task *v1.Task) error 
 		return fmt.Errorf("patch finalizers of task %s: %w", task.Name, err)
 	}
 	h.written(task, obj.ResourceVersion)
+	h.before.Finalizers, h.before.ResourceVersion = slices.Clone(task.Finalizers), obj.ResourceVersion
 	return nil
 }
 
 func (h *patchHelper) patchStatus(ctx context.Context, task *v1.Task) error {
 	obj := h.before.DeepCopy()
 	obj.Status = *task.Status.DeepCopy()
-	data, err := client.MergeFrom(h.before).Data(obj)
+	if equality.Semantic.DeepEqual(h.before.Status, obj.Status) {
+		return nil
+	}
+	data, err := client.MergeFromWithOptions(h.before, client.MergeFromWithOptimisticLock{}).Data(obj)
 	if err != nil {
 		return fmt.Errorf("diff status of task %s: %w", task.Name, err)
-	}
-	if string(data) == "{}" {
-		return nil
 	}
 	err = h.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
 	switch {

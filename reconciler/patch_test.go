@@ -60,12 +60,12 @@ func TestPatchHelper(t *testing.T) {
 		{
 			name:   "status only",
 			change: func(t *v1.Task) { t.Status.Phase = v1.PhaseRunning; t.Status.Attempts = 1 },
-			want:   []sentPatch{{subresource: "status", data: `{"status":{"attempts":1,"phase":"Running"}}`}},
+			want:   []sentPatch{{subresource: "status", data: `{"metadata":{"resourceVersion":"RV"},"status":{"attempts":1,"phase":"Running"}}`}},
 		},
 		{
 			name:   "a status field removed is sent as null",
 			change: func(t *v1.Task) { t.Status.LastError = "" },
-			want:   []sentPatch{{subresource: "status", data: `{"status":{"lastError":null}}`}},
+			want:   []sentPatch{{subresource: "status", data: `{"metadata":{"resourceVersion":"RV"},"status":{"lastError":null}}`}},
 		},
 		{
 			name:   "finalizer only, guarded by the resourceVersion",
@@ -80,7 +80,7 @@ func TestPatchHelper(t *testing.T) {
 			},
 			want: []sentPatch{
 				{data: `{"metadata":{"finalizers":["` + v1.FinalizerJobs + `"],"resourceVersion":"RV"}}`},
-				{subresource: "status", data: `{"status":{"phase":"Pending"}}`},
+				{subresource: "status", data: `{"metadata":{"resourceVersion":"RV+1"},"status":{"phase":"Pending"}}`},
 			},
 		},
 	}
@@ -99,6 +99,7 @@ func TestPatchHelper(t *testing.T) {
 				t.Fatalf("sent %+v, want %+v", *sent, tc.want)
 			}
 			for i := range tc.want {
+				tc.want[i].data = strings.ReplaceAll(tc.want[i].data, "RV+1", written[0])
 				tc.want[i].data = strings.ReplaceAll(tc.want[i].data, "RV", rv)
 				if (*sent)[i] != tc.want[i] {
 					t.Errorf("patch %d = %+v, want %+v", i, (*sent)[i], tc.want[i])
@@ -129,5 +130,13 @@ func TestPatchHelperConflict(t *testing.T) {
 	stale.Finalizers = append(stale.Finalizers, v1.FinalizerJobs)
 	if err := h.Patch(context.Background(), stale); err == nil {
 		t.Fatal("a finalizer patch from a stale copy went through")
+	}
+	// The status too: a record computed from a stale read must not overwrite a newer one.
+	stale = task.DeepCopy()
+	stale.ResourceVersion = "1"
+	h = newPatchHelper(c, stale, nil)
+	stale.Status.CurrentRun = &v1.RunRecord{Attempt: 1, Outcome: v1.RunActive}
+	if err := h.Patch(context.Background(), stale); err == nil {
+		t.Fatal("a status patch from a stale copy went through")
 	}
 }

@@ -19,21 +19,28 @@ type plan struct {
 	suspend []observedJob
 	// prune are finished Jobs past the history limits.
 	prune []observedJob
-	// scheduled is the schedule time acted on (started or skipped): the new lastScheduleTime.
+	// release are the Jobs whose v1.FinalizerRunOutcome may go: the stored status records how
+	// their attempt ended.
+	release []observedJob
+	// protect are active Jobs without v1.FinalizerRunOutcome (made by an earlier release).
+	protect []observedJob
+	// scheduled is the schedule time of the run create starts, if it is a scheduled run;
+	// missed counts the schedule times before it, since the last run, that passed without one.
 	scheduled time.Time
-	// missed counts schedule times skipped; missedReason says why, for an Event.
-	missed       int32
-	missedReason string
-	// catchUp asks for another pass at once: the walk over due schedule times was capped.
-	catchUp bool
+	missed    int32
+	// base is where the count of missed times started (the previous run, or when the schedule
+	// began to apply).
+	base time.Time
 }
 
-// planRuns decides what to do now, from the analysis of the Task's Jobs.
+// planRuns decides what to do now, from the analysis of the Task's stored status and Jobs.
 func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan {
 	p := plan{
 		suspend: suspendFlips(task, a.active),
-		prune:   pruneHistory(task, a, jobs),
+		release: releasable(task, jobs),
+		protect: unprotected(jobs),
 	}
+	p.prune = pruneHistory(task, a, jobs, p.release)
 	if a.invalid != nil || task.Spec.Suspend {
 		return p
 	}
@@ -45,61 +52,108 @@ func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan
 	return p
 }
 
-// nextOneShotRun is the first attempt, or a retry whose backoff has passed.
+// nextOneShotRun is the first attempt, or a retry whose backoff has passed. A Task whose
+// schedule was removed keeps its current run: only its retries remain.
 func nextOneShotRun(a analysis, now time.Time) *runID {
 	switch {
 	case a.phase == runNone:
 		return &runID{Attempt: 1}
 	case a.phase == runRetryPending && !now.Before(a.retryAt):
-		return &runID{Attempt: a.attempts + 1}
+		return &runID{Scheduled: a.rec.run.Scheduled, Attempt: a.rec.run.Attempt + 1}
 	}
 	return nil
 }
 
-// planSchedule starts the latest due schedule time, or skips it for its deadline or the
-// concurrency policy; earlier due times it supersedes count as missed. With nothing due, a
-// pending retry of the current run may start.
+// planSchedule starts a run for the latest unmet schedule time, as a CronJob does: not when it
+// is past its starting deadline (it is lost, and counted as missed when a later run starts),
+// not while another run is active under Forbid (it is held back, and starts once that run ends
+// if still in time). With no schedule time due, a pending retry of the current run may start.
 func planSchedule(p *plan, task *v1.Task, a analysis, now time.Time) {
-	d := dueRun(a.sched, a.cursor, now)
-	if d.Latest.IsZero() {
+	latest := a.due.Latest
+	if latest.IsZero() {
 		if a.phase == runRetryPending && !now.Before(a.retryAt) {
-			p.create = &runID{Scheduled: a.run.Scheduled, Attempt: a.attempts + 1}
+			p.create = &runID{Scheduled: a.rec.run.Scheduled, Attempt: a.rec.run.Attempt + 1}
 		}
 		return
 	}
 	sched := task.Spec.Schedule
-	p.scheduled, p.missed = d.Latest, d.Passed
-	if d.Passed > 0 {
-		p.missedReason = fmt.Sprintf("%d schedule time(s) before %s passed without a run", d.Passed, d.Latest.UTC().Format(time.RFC3339))
+	if tooLate(latest, now, sched.StartingDeadlineSeconds) {
+		return
 	}
+	if len(a.active) > 0 && sched.ConcurrencyPolicy == v1.ForbidConcurrent {
+		return
+	}
+	if sched.ConcurrencyPolicy == v1.ReplaceConcurrent {
+		p.replace = slices.Clone(a.active)
+	}
+	p.create = &runID{Scheduled: latest, Attempt: 1}
+	p.scheduled = latest
+	p.missed, p.base = missedBetween(a.sched, a.base, latest), a.base
+}
+
+// missedEvent is the Event a start that superseded missed schedule times deserves.
+func (p plan) missedEvent() (eventSpec, bool) {
 	switch {
-	case d.Capped:
-		p.missed++
-		p.catchUp = true
-		p.missedReason = fmt.Sprintf("more than %d schedule times passed without a run", maxDueScan)
-	case tooLate(d.Latest, now, sched.StartingDeadlineSeconds):
-		p.missed++
-		p.missedReason = fmt.Sprintf("the run for %s is past its starting deadline of %ds", d.Latest.UTC().Format(time.RFC3339), *sched.StartingDeadlineSeconds)
-	case len(a.active) > 0 && sched.ConcurrencyPolicy == v1.ForbidConcurrent:
-		p.missed++
-		p.missedReason = fmt.Sprintf("the run for %s was skipped: concurrency policy Forbid and %d Job(s) active", d.Latest.UTC().Format(time.RFC3339), len(a.active))
-	default:
-		if sched.ConcurrencyPolicy == v1.ReplaceConcurrent {
-			p.replace = slices.Clone(a.active)
-		}
-		p.create = &runID{Scheduled: d.Latest, Attempt: 1}
+	case p.missed > tooManyMissed:
+		return warning(v1.EventTooManyMissedTimes, "Schedule", fmt.Sprintf(
+			"%d schedule times passed without a run since %s (more than %d); started the run for %s. Check the clock, the schedule or set a lower startingDeadlineSeconds",
+			p.missed, p.base.UTC().Format(time.RFC3339), tooManyMissed, p.scheduled.UTC().Format(time.RFC3339))), true
+	case p.missed > 0:
+		return warning(v1.EventMissedRun, "Schedule", fmt.Sprintf("%d schedule time(s) passed without a run since %s; started the run for %s",
+			p.missed, p.base.UTC().Format(time.RFC3339), p.scheduled.UTC().Format(time.RFC3339))), true
 	}
+	return eventSpec{}, false
 }
 
 // suspendFlips are the active Jobs whose suspension differs from the Task's.
 func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 	var out []observedJob
 	for _, j := range active {
-		if j.Suspended != task.Spec.Suspend {
+		if j.Suspended != task.Spec.Suspend && !j.Deleting {
 			out = append(out, j)
 		}
 	}
 	return out
+}
+
+// releasable are the Jobs holding v1.FinalizerRunOutcome whose attempt's outcome the stored
+// status records: the Job no longer runs, the status no longer lists it as active, and the
+// stored record has moved past its attempt or holds that attempt's final outcome. Only the
+// stored status counts: what this reconcile is about to write is not durable yet.
+func releasable(task *v1.Task, jobs []observedJob) []observedJob {
+	stored := recordFromAPI(task.Status.CurrentRun)
+	if stored == nil {
+		return nil
+	}
+	var out []observedJob
+	for _, j := range jobs {
+		switch {
+		case !j.Protected || j.Missing || j.active():
+		case hasRef(task.Status.ActiveJobs, j.Name):
+		case stored.run.less(j.Run):
+		case stored.run.equal(j.Run) && stored.outcome == v1.RunActive:
+		default:
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// unprotected are the active Jobs without v1.FinalizerRunOutcome: those an earlier release
+// created. They get it, so their outcome cannot be lost either.
+func unprotected(jobs []observedJob) []observedJob {
+	var out []observedJob
+	for _, j := range jobs {
+		if !j.Protected && j.active() && !j.Uncached {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// settled says j's outcome is recorded: it holds no finalizer, or releases it now.
+func settled(j observedJob, released []observedJob) bool {
+	return !j.Protected || slices.ContainsFunc(released, func(r observedJob) bool { return r.Name == j.Name })
 }
 
 // historyLimits returns how many succeeded and failed Jobs to keep; -1 is no limit.
@@ -118,15 +172,20 @@ func historyLimits(task *v1.Task) (succeeded, failed int) {
 }
 
 // pruneHistory picks the finished Jobs past the history limits, oldest first to go. The
-// current run's newest Job stays whatever the limit: the outcome of the run is read off it.
-func pruneHistory(task *v1.Task, a analysis, jobs []observedJob) []observedJob {
+// current run's Job stays whatever the limit, so `kubectl logs job/<lastJob>` works, and a Job
+// whose outcome is not recorded yet stays until it is.
+func pruneHistory(task *v1.Task, a analysis, jobs, released []observedJob) []observedJob {
 	keepSucceeded, keepFailed := historyLimits(task)
 	if keepSucceeded < 0 && keepFailed < 0 {
 		return nil
 	}
+	current := ""
+	if a.rec != nil {
+		current = a.rec.job.Name
+	}
 	var finished []observedJob
 	for _, j := range jobs {
-		if j.State.finished() && !j.Gone && (a.latest == nil || j.Name != a.latest.Name) {
+		if j.State.finished() && !j.gone() && j.Name != current && settled(j, released) {
 			finished = append(finished, j)
 		}
 	}
@@ -140,11 +199,11 @@ func pruneHistory(task *v1.Task, a analysis, jobs []observedJob) []observedJob {
 		}
 		return y.Finished.Compare(x.Finished)
 	})
-	if a.latest != nil && a.latest.State.finished() {
-		// The kept newest Job takes one place of its kind.
-		if a.latest.State == jobSucceeded && keepSucceeded > 0 {
+	if j := findJob(jobs, current); j != nil && j.State.finished() {
+		// The kept current Job takes one place of its kind.
+		if j.State == jobSucceeded && keepSucceeded > 0 {
 			keepSucceeded--
-		} else if a.latest.State == jobFailed && keepFailed > 0 {
+		} else if j.State == jobFailed && keepFailed > 0 {
 			keepFailed--
 		}
 	}

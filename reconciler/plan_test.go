@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +16,21 @@ func TestPlanRuns(t *testing.T) {
 		replace   []string
 		suspend   []string
 		prune     []string
+		release   []string
+		protect   []string
 		missed    int32
 		scheduled time.Time
-		reason    string // substring of missedReason
 	}
+	j1 := jobName("t", runID{Attempt: 1})
+	s60 := jobName("t", runID{Scheduled: at(60), Attempt: 1})
 	suspendedJob := func(j observedJob) observedJob { j.Suspended = true; return j }
+	released := func(j observedJob) observedJob { j.Protected = false; return j }
+	legacy := func(j observedJob) observedJob { j.Protected, j.Name = false, "t-1"; return j }
+	deleting := func(j observedJob) observedJob { j.Deleting = true; return j }
+	slowBackoff := func(t *v1.Task) {
+		t.Spec.Retry.Backoff.Initial = dur(2 * time.Minute)
+		t.Spec.Retry.Backoff.Max = dur(time.Hour)
+	}
 	tests := []struct {
 		name string
 		task *v1.Task
@@ -33,22 +42,77 @@ func TestPlanRuns(t *testing.T) {
 		{name: "running: nothing to do", task: newTask(), jobs: []observedJob{oneShotJob(1, jobActive, 0)}, now: at(150)},
 		{name: "retry not due yet", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}, now: at(150)},
 		{name: "retry due", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}, now: at(151), want: want{create: &runID{Attempt: 2}}},
-		{name: "third attempt after the second backoff", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250)}, now: at(252), want: want{create: &runID{Attempt: 3}}},
-		{name: "exhausted: nothing", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250), oneShotJob(3, jobFailed, 350)}, now: at(999)},
+		{
+			name: "third attempt after the second backoff",
+			task: newTask(withStatus(v1.TaskStatus{Attempts: 1, CurrentRun: run(0, 1, v1.RunFailed, 150)})),
+			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250)}, now: at(252),
+			want: want{create: &runID{Attempt: 3}, release: []string{j1}},
+		},
+		{
+			name: "retry due although every Job is gone",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 2, CurrentRun: retrying(0, 2, 250, 252)})),
+			now:  at(252), want: want{create: &runID{Attempt: 3}},
+		},
+		{name: "exhausted: nothing", task: newTask(maxRetries(0)), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}, now: at(999)},
 		{name: "succeeded: nothing", task: newTask(), jobs: []observedJob{oneShotJob(1, jobSucceeded, 150)}, now: at(999)},
+		{
+			// Issue #14 item 1: TTL 0 deleted the succeeded Job while the operator was away.
+			name: "succeeded and deleted by its TTL before the status knew: nothing runs again",
+			task: newTask(maxRetries(0), withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, ActiveJobs: []v1.JobReference{*ref(j1)}, CurrentRun: run(0, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{deleting(oneShotJob(1, jobSucceeded, 150))}, now: at(999),
+		},
+		{
+			name: "recorded success: the Job's finalizer goes",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 150)})),
+			jobs: []observedJob{deleting(oneShotJob(1, jobSucceeded, 150))}, now: at(999),
+			want: want{release: []string{j1}},
+		},
+		{
+			name: "success not recorded yet: the finalizer stays",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, ActiveJobs: []v1.JobReference{*ref(j1)}, CurrentRun: run(0, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{oneShotJob(1, jobSucceeded, 150)}, now: at(999),
+		},
+		{
+			name: "a Job the status still lists as active keeps its finalizer",
+			task: newTask(withStatus(v1.TaskStatus{Attempts: 2, ActiveJobs: []v1.JobReference{*ref(j1)}, CurrentRun: run(0, 2, v1.RunActive, 0)})),
+			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobActive, 0)}, now: at(999),
+		},
+		{
+			name: "a Job newer than the record keeps its finalizer",
+			task: newTask(withStatus(v1.TaskStatus{Attempts: 1, CurrentRun: run(0, 1, v1.RunFailed, 150)})),
+			jobs: []observedJob{oneShotJob(2, jobFailed, 250)}, now: at(251),
+		},
+		{
+			name: "a deleted active Job is released once its failure is recorded",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: run(0, 1, v1.RunFailed, 140)})),
+			jobs: []observedJob{deleting(oneShotJob(1, jobActive, 0))}, now: at(140),
+			want: want{release: []string{j1}},
+		},
+		{
+			name: "a running Job of an earlier release gets the finalizer",
+			task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref("t-1"), ActiveJobs: []v1.JobReference{*ref("t-1")}})),
+			jobs: []observedJob{legacy(oneShotJob(1, jobActive, 0))}, now: at(150),
+			want: want{protect: []string{"t-1"}},
+		},
 		{name: "suspended before start: nothing", task: newTask(suspended), now: at(1)},
-		{name: "suspend a running Job", task: newTask(suspended), jobs: []observedJob{oneShotJob(1, jobActive, 0)}, now: at(150), want: want{suspend: []string{"t-1"}}},
+		{name: "suspend a running Job", task: newTask(suspended), jobs: []observedJob{oneShotJob(1, jobActive, 0)}, now: at(150), want: want{suspend: []string{j1}}},
 		{name: "suspended retry stays pending", task: newTask(suspended), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}, now: at(999)},
-		{name: "resume a suspended Job", task: newTask(), jobs: []observedJob{suspendedJob(oneShotJob(1, jobActive, 0))}, now: at(150), want: want{suspend: []string{"t-1"}}},
+		{name: "resume a suspended Job", task: newTask(), jobs: []observedJob{suspendedJob(oneShotJob(1, jobActive, 0))}, now: at(150), want: want{suspend: []string{j1}}},
 		{name: "already suspended: nothing", task: newTask(suspended), jobs: []observedJob{suspendedJob(oneShotJob(1, jobActive, 0))}, now: at(150)},
 		{
 			name: "one-shot failed history limit",
 			task: newTask(maxRetries(5), func(t *v1.Task) { t.Spec.FailedJobsHistoryLimit = ptr.To[int32](1) }),
-			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250), oneShotJob(3, jobActive, 0)},
+			jobs: []observedJob{released(oneShotJob(1, jobFailed, 150)), released(oneShotJob(2, jobFailed, 250)), oneShotJob(3, jobActive, 0)},
 			now:  at(300),
-			want: want{prune: []string{"t-1"}},
+			want: want{prune: []string{j1}},
 		},
-		{name: "one-shot keeps all Jobs by default", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250), oneShotJob(3, jobActive, 0)}, now: at(300)},
+		{
+			name: "a Job whose outcome is not recorded is not pruned",
+			task: newTask(maxRetries(5), func(t *v1.Task) { t.Spec.FailedJobsHistoryLimit = ptr.To[int32](0) }),
+			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobActive, 0)},
+			now:  at(300),
+		},
+		{name: "one-shot keeps all Jobs by default", task: newTask(), jobs: []observedJob{released(oneShotJob(1, jobFailed, 150)), released(oneShotJob(2, jobFailed, 250)), oneShotJob(3, jobActive, 0)}, now: at(300)},
 		{name: "schedule: nothing due", task: newTask(scheduled(v1.AllowConcurrent)), now: at(59)},
 		{
 			name: "schedule: first time due",
@@ -58,25 +122,43 @@ func TestPlanRuns(t *testing.T) {
 		{
 			name: "schedule: operator was away, latest of three starts",
 			task: newTask(scheduled(v1.AllowConcurrent)), now: at(185),
-			want: want{create: &runID{Scheduled: at(180), Attempt: 1}, scheduled: at(180), missed: 2, reason: "2 schedule time(s)"},
+			want: want{create: &runID{Scheduled: at(180), Attempt: 1}, scheduled: at(180), missed: 2},
 		},
 		{
-			name: "schedule: Forbid skips while a run is active",
+			name: "schedule: a month away is one start, with the missed times counted in one pass",
+			task: newTask(scheduled(v1.AllowConcurrent)), now: at(30*24*3600 + 5),
+			want: want{create: &runID{Scheduled: at(30 * 24 * 3600), Attempt: 1}, scheduled: at(30 * 24 * 3600), missed: 30*24*60 - 1},
+		},
+		{
+			name: "schedule: Forbid holds a due time back while a run is active",
 			task: newTask(scheduled(v1.ForbidConcurrent)),
 			jobs: []observedJob{schedJob(60, 1, jobActive, 0)}, now: at(121),
-			want: want{scheduled: at(120), missed: 1, reason: "Forbid"},
+		},
+		{
+			// Issue #14 item 8: Forbid does not consume the time; the run starts when the active
+			// one ends.
+			name: "schedule: Forbid starts the held-back time once the active run ended",
+			task: newTask(scheduled(v1.ForbidConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: mtime(60),
+				CurrentRun: run(60, 1, v1.RunSucceeded, 150), ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}})),
+			jobs: []observedJob{released(schedJob(60, 1, jobSucceeded, 150))}, now: at(150),
+			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120)},
+		},
+		{
+			name: "schedule: Forbid, held back past the starting deadline: lost",
+			task: newTask(scheduled(v1.ForbidConcurrent), deadline(20)),
+			jobs: []observedJob{released(schedJob(60, 1, jobSucceeded, 150))}, now: at(150),
 		},
 		{
 			name: "schedule: Forbid runs when nothing is active",
 			task: newTask(scheduled(v1.ForbidConcurrent)),
-			jobs: []observedJob{schedJob(60, 1, jobSucceeded, 70)}, now: at(121),
+			jobs: []observedJob{released(schedJob(60, 1, jobSucceeded, 70))}, now: at(121),
 			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120)},
 		},
 		{
 			name: "schedule: Replace deletes the active run",
 			task: newTask(scheduled(v1.ReplaceConcurrent)),
 			jobs: []observedJob{schedJob(60, 1, jobActive, 0)}, now: at(121),
-			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120), replace: []string{"t-1767225660"}},
+			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120), replace: []string{s60}},
 		},
 		{
 			name: "schedule: Allow runs beside the active run",
@@ -87,7 +169,11 @@ func TestPlanRuns(t *testing.T) {
 		{
 			name: "schedule: too late for the starting deadline",
 			task: newTask(scheduled(v1.AllowConcurrent), deadline(10)), now: at(71),
-			want: want{scheduled: at(60), missed: 1, reason: "starting deadline"},
+		},
+		{
+			name: "schedule: the time after a lost one starts, and counts it missed",
+			task: newTask(scheduled(v1.AllowConcurrent), deadline(10)), now: at(125),
+			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120), missed: 1},
 		},
 		{
 			name: "schedule: within the starting deadline",
@@ -102,12 +188,39 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "schedule: the next time supersedes a pending retry",
-			task: newTask(scheduled(v1.AllowConcurrent), func(t *v1.Task) {
-				t.Spec.Retry.Backoff.Initial = dur(2 * time.Minute)
-				t.Spec.Retry.Backoff.Max = dur(time.Hour)
-			}),
+			task: newTask(scheduled(v1.AllowConcurrent), slowBackoff),
 			jobs: []observedJob{schedJob(60, 1, jobFailed, 70)}, now: at(121),
 			want: want{create: &runID{Scheduled: at(120), Attempt: 1}, scheduled: at(120)},
+		},
+		{
+			name: "schedule added to an old Task: nothing runs before the next time",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 150)})),
+			now:  at(30*24*3600 + 30),
+		},
+		{
+			name: "schedule added to an old Task: the first time after it starts, nothing missed",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 2, Phase: v1.PhaseScheduled, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 150),
+				ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(30*24*3600 + 30)}})),
+			now:  at(30*24*3600 + 61),
+			want: want{create: &runID{Scheduled: at(30*24*3600 + 60), Attempt: 1}, scheduled: at(30*24*3600 + 60)},
+		},
+		{
+			name: "schedule removed before it ever ran: runs once",
+			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseScheduled})),
+			now:  at(500),
+			want: want{create: &runID{Attempt: 1}},
+		},
+		{
+			name: "schedule removed while its run is active: no new run",
+			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1, ActiveJobs: []v1.JobReference{*ref(s60)},
+				CurrentRun: run(60, 1, v1.RunActive, 0), LastScheduleTime: mtime(60)})),
+			jobs: []observedJob{schedJob(60, 1, jobActive, 0)}, now: at(500),
+		},
+		{
+			name: "schedule removed with a retry due: the retry of that run",
+			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: retrying(60, 1, 70, 71), LastScheduleTime: mtime(60)})),
+			now:  at(500),
+			want: want{create: &runID{Scheduled: at(60), Attempt: 2}},
 		},
 		{
 			name: "schedule: suspended, nothing starts",
@@ -121,21 +234,21 @@ func TestPlanRuns(t *testing.T) {
 			name: "schedule: history keeps 3 succeeded and 1 failed, newest first",
 			task: newTask(scheduled(v1.AllowConcurrent)),
 			jobs: []observedJob{
-				schedJob(60, 1, jobSucceeded, 70), schedJob(120, 1, jobFailed, 130), schedJob(180, 1, jobSucceeded, 190),
-				schedJob(240, 1, jobFailed, 250), schedJob(300, 1, jobSucceeded, 310), schedJob(360, 1, jobSucceeded, 370),
+				released(schedJob(60, 1, jobSucceeded, 70)), released(schedJob(120, 1, jobFailed, 130)), released(schedJob(180, 1, jobSucceeded, 190)),
+				released(schedJob(240, 1, jobFailed, 250)), released(schedJob(300, 1, jobSucceeded, 310)), released(schedJob(360, 1, jobSucceeded, 370)),
 			},
 			now:  at(400),
-			want: want{prune: []string{"t-1767225720", "t-1767225660"}},
+			want: want{prune: []string{jobName("t", runID{Scheduled: at(120), Attempt: 1}), s60}},
 		},
 		{
-			name: "schedule: the newest Job is kept even with limit 0",
+			name: "schedule: the current Job is kept even with limit 0",
 			task: newTask(scheduled(v1.AllowConcurrent), func(t *v1.Task) {
 				t.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
 				t.Spec.FailedJobsHistoryLimit = ptr.To[int32](0)
 			}),
-			jobs: []observedJob{schedJob(60, 1, jobFailed, 70), schedJob(120, 1, jobSucceeded, 130)},
+			jobs: []observedJob{released(schedJob(60, 1, jobFailed, 70)), released(schedJob(120, 1, jobSucceeded, 130))},
 			now:  at(150),
-			want: want{prune: []string{"t-1767225660"}},
+			want: want{prune: []string{s60}},
 		},
 	}
 	names := func(jobs []observedJob) []string {
@@ -152,14 +265,19 @@ func TestPlanRuns(t *testing.T) {
 			if diff := cmp.Diff(tc.want.create, p.create); diff != "" {
 				t.Errorf("create (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.want.replace, names(p.replace)); diff != "" {
-				t.Errorf("replace (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.want.suspend, names(p.suspend)); diff != "" {
-				t.Errorf("suspend (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.want.prune, names(p.prune)); diff != "" {
-				t.Errorf("prune (-want +got):\n%s", diff)
+			for _, c := range []struct {
+				what      string
+				want, got []string
+			}{
+				{"replace", tc.want.replace, names(p.replace)},
+				{"suspend", tc.want.suspend, names(p.suspend)},
+				{"prune", tc.want.prune, names(p.prune)},
+				{"release", tc.want.release, names(p.release)},
+				{"protect", tc.want.protect, names(p.protect)},
+			} {
+				if diff := cmp.Diff(c.want, c.got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", c.what, diff)
+				}
 			}
 			if p.missed != tc.want.missed {
 				t.Errorf("missed = %d, want %d", p.missed, tc.want.missed)
@@ -167,10 +285,22 @@ func TestPlanRuns(t *testing.T) {
 			if !p.scheduled.Equal(tc.want.scheduled) {
 				t.Errorf("scheduled = %v, want %v", p.scheduled, tc.want.scheduled)
 			}
-			if !strings.Contains(p.missedReason, tc.want.reason) || (tc.want.reason == "" && p.missedReason != "") {
-				t.Errorf("missedReason = %q, want it to contain %q", p.missedReason, tc.want.reason)
-			}
 		})
+	}
+}
+
+func TestMissedEvent(t *testing.T) {
+	for _, tc := range []struct {
+		missed int32
+		want   string
+	}{{0, ""}, {1, v1.EventMissedRun}, {100, v1.EventMissedRun}, {101, v1.EventTooManyMissedTimes}, {719, v1.EventTooManyMissedTimes}} {
+		ev, ok := plan{missed: tc.missed, scheduled: at(60), base: at(0)}.missedEvent()
+		if ok != (tc.want != "") || ev.Reason != tc.want {
+			t.Errorf("missed %d: event %q (%v), want %q", tc.missed, ev.Reason, ok, tc.want)
+		}
+		if ok && ev.Type != "Warning" {
+			t.Errorf("missed %d: a %s event, want a Warning", tc.missed, ev.Type)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,9 @@ type fakeEnv struct {
 	clock  *clocktesting.FakePassiveClock
 	rec    *events.FakeRecorder
 	key    client.ObjectKey
+	// hidden are Jobs the cache does not show (a lagging cache, stripped labels); the API
+	// server, read through apiReader, does.
+	hidden map[string]bool
 }
 
 func newFakeEnv(t *testing.T, task *v1.Task) *fakeEnv {
@@ -91,13 +95,25 @@ func newFakeEnv(t *testing.T, task *v1.Task) *fakeEnv {
 		t.Fatal(err)
 	}
 	task.ResourceVersion = ""
-	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task).WithStatusSubresource(&v1.Task{}).Build()
+	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task).WithStatusSubresource(&v1.Task{}, &batchv1.Job{}).Build()
 	w := &writeLog{}
-	c := interceptor.NewClient(base, w.funcs())
-	clk := clocktesting.NewFakePassiveClock(at(0))
-	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{client: c, apiReader: c, recorder: rec, opts: Options{Clock: clk}.withDefaults(), expect: newExpectations()}
-	return &fakeEnv{r: r, c: base, writes: w, clock: clk, rec: rec, key: client.ObjectKeyFromObject(task)}
+	e := &fakeEnv{c: base, writes: w, hidden: map[string]bool{}, key: client.ObjectKeyFromObject(task)}
+	funcs := w.funcs()
+	funcs.List = func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if err := c.List(ctx, list, opts...); err != nil {
+			return err
+		}
+		if jobs, ok := list.(*batchv1.JobList); ok {
+			jobs.Items = slices.DeleteFunc(jobs.Items, func(j batchv1.Job) bool { return e.hidden[j.Name] })
+		}
+		return nil
+	}
+	cached := interceptor.NewClient(base, funcs)
+	e.clock = clocktesting.NewFakePassiveClock(at(0))
+	e.rec = events.NewFakeRecorder(100)
+	e.r = &Reconciler{client: cached, apiReader: interceptor.NewClient(base, w.funcs()), recorder: e.rec,
+		opts: Options{Clock: e.clock}.withDefaults(), expect: newExpectations(0)}
+	return e
 }
 
 func (e *fakeEnv) reconcile(t *testing.T) (ctrl.Result, []string) {
@@ -152,19 +168,46 @@ func wantWrites(t *testing.T, step string, got []string, want int) {
 	}
 }
 
+func (e *fakeEnv) job(t *testing.T, name string) *batchv1.Job {
+	t.Helper()
+	job := &batchv1.Job{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, job); err != nil {
+		t.Fatalf("get job %s: %v", name, err)
+	}
+	return job
+}
+
+func (e *fakeEnv) jobNames(t *testing.T) []string {
+	t.Helper()
+	var jobs batchv1.JobList
+	if err := e.c.List(context.Background(), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, j := range jobs.Items {
+		names = append(names, j.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // TestReconcileOneShot drives Reconcile against a fake API: a failure, a retry, a success,
-// counting the writes at each step and none at rest, then the deletion.
+// counting the writes at each step and none at rest, the finalizers held only while they
+// protect something, then the deletion.
 func TestReconcileOneShot(t *testing.T) {
 	e := newFakeEnv(t, newTask())
 
 	res, w := e.reconcile(t)
-	wantWrites(t, "start", w, 3) // finalizer, Job, status
+	wantWrites(t, "start", w, 3) // Task finalizer, Job, status
 	if res.RequeueAfter != 0 {
 		t.Errorf("start: requeue after %v, want none", res.RequeueAfter)
 	}
 	task := e.task(t)
-	if task.Status.Phase != v1.PhaseRunning || task.Status.Attempts != 1 || len(task.Finalizers) != 1 {
+	if task.Status.Phase != v1.PhaseRunning || task.Status.Attempts != 1 || !slices.Equal(task.Finalizers, []string{v1.FinalizerJobs}) {
 		t.Fatalf("after start: phase %s attempts %d finalizers %v", task.Status.Phase, task.Status.Attempts, task.Finalizers)
+	}
+	if f := e.job(t, "t-0-1").Finalizers; !slices.Equal(f, []string{v1.FinalizerRunOutcome}) {
+		t.Fatalf("Job finalizers %v", f)
 	}
 
 	res, w = e.reconcile(t)
@@ -174,30 +217,36 @@ func TestReconcileOneShot(t *testing.T) {
 	}
 
 	e.clock.SetTime(at(10))
-	e.finishJob(t, "t-1", batchv1.JobFailed, "BackoffLimitExceeded")
+	e.finishJob(t, "t-0-1", batchv1.JobFailed, "BackoffLimitExceeded")
 	res, w = e.reconcile(t)
-	wantWrites(t, "failure", w, 1)
+	wantWrites(t, "failure", w, 3) // status; once it is stored, the Job's finalizer, then the Task's
 	if res.RequeueAfter != time.Second {
 		t.Errorf("failure: requeue after %v, want the 1s backoff", res.RequeueAfter)
 	}
-	if task = e.task(t); task.Status.Phase != v1.PhaseRetrying {
-		t.Fatalf("after failure: phase %s", task.Status.Phase)
+	if task = e.task(t); task.Status.Phase != v1.PhaseRetrying || task.Status.CurrentRun.Outcome != v1.RunFailed {
+		t.Fatalf("after failure: phase %s, run %+v", task.Status.Phase, task.Status.CurrentRun)
 	}
 
+	if f := e.job(t, "t-0-1").Finalizers; len(f) != 0 {
+		t.Errorf("Job finalizers %v after its failure was stored", f)
+	}
+	if f := e.task(t).Finalizers; len(f) != 0 {
+		t.Errorf("Task finalizers %v while nothing runs", f)
+	}
 	_, w = e.reconcile(t)
 	wantWrites(t, "backoff not over", w, 0)
 
 	e.clock.SetTime(at(11))
 	_, w = e.reconcile(t)
-	wantWrites(t, "retry", w, 2) // Job, status
-	if task = e.task(t); task.Status.Phase != v1.PhaseRunning || task.Status.Attempts != 2 || task.Status.LastJob.Name != "t-2" {
+	wantWrites(t, "retry", w, 3) // Task finalizer, Job, status
+	if task = e.task(t); task.Status.Phase != v1.PhaseRunning || task.Status.Attempts != 2 || task.Status.LastJob.Name != "t-0-2" {
 		t.Fatalf("after retry: %+v", task.Status)
 	}
 
 	e.clock.SetTime(at(20))
-	e.finishJob(t, "t-2", batchv1.JobComplete, "")
+	e.finishJob(t, "t-0-2", batchv1.JobComplete, "")
 	res, w = e.reconcile(t)
-	wantWrites(t, "success", w, 1)
+	wantWrites(t, "success", w, 3) // status, the Job's finalizer, the Task's
 	if res != (ctrl.Result{}) {
 		t.Errorf("success: result %+v, want no requeue", res)
 	}
@@ -218,18 +267,15 @@ func TestReconcileOneShot(t *testing.T) {
 		}
 	}
 
-	if err := e.c.Delete(context.Background(), task); err != nil {
+	// Finished: nothing holds the Task, it goes without the operator.
+	if err := e.c.Delete(context.Background(), e.task(t)); err != nil {
 		t.Fatal(err)
 	}
-	_, w = e.reconcile(t)
-	wantWrites(t, "delete", w, 3) // two Jobs, the finalizer
 	if err := e.c.Get(context.Background(), e.key, &v1.Task{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Task still there after its finalizer went: %v", err)
+		t.Errorf("finished Task still there after its deletion: %v", err)
 	}
-	var jobs batchv1.JobList
-	if err := e.c.List(context.Background(), &jobs); err != nil || len(jobs.Items) != 0 {
-		t.Errorf("Jobs left after deletion: %d (%v)", len(jobs.Items), err)
-	}
+	_, w = e.reconcile(t)
+	wantWrites(t, "after deletion", w, 0)
 }
 
 // containsReason finds an Event by reason in the fake recorder's "Type Reason Note" lines.
@@ -240,6 +286,50 @@ func containsReason(evs []string, reason string) bool {
 		}
 	}
 	return false
+}
+
+// TestReconcileDeleteWhileRunning: a running Task's Jobs hold finalizers, so the Task's
+// finalizer waits for the operator to let them go.
+func TestReconcileDeleteWhileRunning(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	e.reconcile(t)
+	if err := e.c.Delete(context.Background(), e.task(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, w := e.reconcile(t)
+	wantWrites(t, "delete", w, 3) // Job finalizer, Job, Task finalizer
+	if err := e.c.Get(context.Background(), e.key, &v1.Task{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Task still there after its finalizer went: %v", err)
+	}
+	if names := e.jobNames(t); len(names) != 0 {
+		t.Errorf("Jobs left after deletion: %v", names)
+	}
+}
+
+// TestReconcileTTLRace is issue #14 item 1 as one function sees it: the operator was away while
+// the Job succeeded and its TTL deleted it. The Job's finalizer kept it readable, so the run
+// counts as succeeded and nothing runs again, even with maxRetries 0.
+func TestReconcileTTLRace(t *testing.T) {
+	e := newFakeEnv(t, newTask(maxRetries(0)))
+	e.reconcile(t)
+	e.clock.SetTime(at(10))
+	e.finishJob(t, "t-0-1", batchv1.JobComplete, "")
+	if err := e.c.Delete(context.Background(), e.job(t, "t-0-1")); err != nil { // the TTL controller
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if got := e.task(t).Status; got.Phase != v1.PhaseSucceeded || got.Attempts != 1 {
+		t.Fatalf("after the TTL race: %s attempts %d", got.Phase, got.Attempts)
+	}
+	e.reconcile(t) // releases the Job, which then goes
+	e.clock.SetTime(at(1000))
+	e.reconcile(t)
+	if names := e.jobNames(t); len(names) != 0 {
+		t.Errorf("Jobs = %v, want none (deleted by the TTL, released)", names)
+	}
+	if got := e.task(t); got.Status.Phase != v1.PhaseSucceeded || got.Status.Attempts != 1 || len(got.Finalizers) != 0 {
+		t.Errorf("at the end: %s attempts %d finalizers %v", got.Status.Phase, got.Status.Attempts, got.Finalizers)
+	}
 }
 
 // TestReconcileAdoptsExistingJob: after a crash between creating a Job and storing the status,
@@ -258,54 +348,260 @@ func TestReconcileAdoptsExistingJob(t *testing.T) {
 	}
 }
 
-// TestReconcileWaitsForStaleCache: a Job the controller created but the cache does not show
-// yet blocks any new decision.
-func TestReconcileWaitsForStaleCache(t *testing.T) {
+// TestReconcileCacheLag is issue #14 item 2: a Job the controller created stays hidden from the
+// cache. The Task waits; past the expectation timeout, and whenever the stored status names a
+// Job the cache lacks, the API server is asked. The Job is found there: no second Job.
+func TestReconcileCacheLag(t *testing.T) {
 	e := newFakeEnv(t, newTask())
-	e.r.expect.created(newTask(), "t-9", at(0))
-	res, w := e.reconcile(t)
-	wantWrites(t, "finalizer only", w, 1)
-	if res.RequeueAfter <= 0 || res.RequeueAfter > expectationTimeout {
-		t.Errorf("requeue after %v, want within the expectation timeout", res.RequeueAfter)
+	e.hidden["t-0-1"] = true
+	e.reconcile(t) // creates t-0-1, which the cache never shows
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-0-1"}) {
+		t.Fatalf("Jobs %v", names)
 	}
-	var jobs batchv1.JobList
-	if err := e.c.List(context.Background(), &jobs); err != nil || len(jobs.Items) != 0 {
-		t.Errorf("created %d Jobs on a stale cache", len(jobs.Items))
+	// A fresh controller (a restart: no expectations) reads the stored status naming t-0-1.
+	e.r.expect = newExpectations(0)
+	e.clock.SetTime(at(120))
+	res, _ := e.reconcile(t)
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-0-1"}) {
+		t.Fatalf("after a restart on a lagging cache: Jobs %v, want only t-0-1", names)
+	}
+	if res.RequeueAfter != uncachedPollInterval {
+		t.Errorf("requeue after %v, want the poll interval %v for a Job the cache does not show", res.RequeueAfter, uncachedPollInterval)
+	}
+	// It succeeds, still unseen by the cache: recorded, released, and the Task let go (found by
+	// TestLabelsStrippedByPolicy: the release used to wait for a reconcile that never saw it).
+	e.finishJob(t, "t-0-1", batchv1.JobComplete, "")
+	e.clock.SetTime(at(130))
+	e.reconcile(t)
+	if got := e.task(t); got.Status.Phase != v1.PhaseSucceeded || len(got.Finalizers) != 0 {
+		t.Errorf("after the hidden Job succeeded: %s, finalizers %v", got.Status.Phase, got.Finalizers)
+	}
+	if f := e.job(t, "t-0-1").Finalizers; len(f) != 0 {
+		t.Errorf("the hidden Job still holds %v", f)
+	}
+	// Same controller: the expectation times out, the API server is asked.
+	e2 := newFakeEnv(t, newTask(func(t *v1.Task) { t.Name = "u" }))
+	e2.hidden["u-0-1"] = true
+	e2.r.expect = newExpectations(time.Minute)
+	e2.reconcile(t)
+	// The status write is lost: nothing durable names the Job.
+	task := e2.task(t)
+	task.Status = v1.TaskStatus{}
+	if err := e2.c.Status().Update(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []int{1, 59} {
+		e2.clock.SetTime(at(sec))
+		res, w := e2.reconcile(t)
+		wantWrites(t, fmt.Sprintf("waiting at %ds", sec), w, 0)
+		if res.RequeueAfter <= 0 {
+			t.Errorf("at %ds: not waiting for the cache", sec)
+		}
+	}
+	e2.clock.SetTime(at(61))
+	e2.reconcile(t)
+	if names := e2.jobNames(t); !slices.Equal(names, []string{"u-0-1"}) {
+		t.Fatalf("past the expectation timeout: Jobs %v, want only u-0-1", names)
+	}
+	if got := e2.task(t).Status; got.Phase != v1.PhaseRunning || got.Attempts != 1 || got.CurrentRun.Job.Name != "u-0-1" {
+		t.Errorf("status after the live read: %+v", got)
 	}
 }
 
-// TestReconcileSchedule walks a Forbid schedule with a fake clock: a run, a skipped time while
-// it is active, then the next run once it finished.
+// TestReconcileSchedule walks a Forbid schedule with a fake clock: a run, a time held back
+// while it is active, that time started once the run ended, the finalizers coming and going.
 func TestReconcileSchedule(t *testing.T) {
 	e := newFakeEnv(t, newTask(scheduled(v1.ForbidConcurrent)))
 	res, w := e.reconcile(t)
-	wantWrites(t, "first", w, 2) // finalizer, status
+	wantWrites(t, "first", w, 1) // status: nothing to protect yet
 	if res.RequeueAfter != time.Minute {
 		t.Errorf("requeue after %v, want 1m", res.RequeueAfter)
 	}
-	if got := e.task(t).Status; got.Phase != v1.PhaseScheduled || !got.NextRunTime.Time.Equal(at(60)) {
-		t.Fatalf("waiting: %+v", got)
+	if got := e.task(t); got.Status.Phase != v1.PhaseScheduled || !got.Status.NextRunTime.Time.Equal(at(60)) || len(got.Finalizers) != 0 {
+		t.Fatalf("waiting: %+v, finalizers %v", got.Status, got.Finalizers)
 	}
 	e.clock.SetTime(at(60))
 	_, w = e.reconcile(t)
-	wantWrites(t, "due", w, 2) // Job, status
+	wantWrites(t, "due", w, 3) // Task finalizer, Job, status
 	e.clock.SetTime(at(120))
 	_, w = e.reconcile(t)
-	wantWrites(t, "forbidden", w, 1) // status
+	wantWrites(t, "held back", w, 1) // status: the next run time moved
 	got := e.task(t).Status
-	if got.Phase != v1.PhaseRunning || got.MissedRuns != 1 || !got.LastScheduleTime.Time.Equal(at(120)) || !got.NextRunTime.Time.Equal(at(180)) {
-		t.Fatalf("after forbidden time: %+v", got)
+	if got.Phase != v1.PhaseRunning || got.MissedRuns != 0 || !got.LastScheduleTime.Time.Equal(at(60)) || !got.NextRunTime.Time.Equal(at(180)) {
+		t.Fatalf("while held back: %+v", got)
 	}
 	_, w = e.reconcile(t)
 	wantWrites(t, "at rest", w, 0)
-	e.finishJob(t, "t-1767225660", batchv1.JobComplete, "")
+	e.clock.SetTime(at(150))
+	e.finishJob(t, "t-1767225660-1", batchv1.JobComplete, "")
 	_, w = e.reconcile(t)
-	wantWrites(t, "finished", w, 1)
-	e.clock.SetTime(at(181))
-	_, w = e.reconcile(t)
-	wantWrites(t, "next run", w, 2)
+	wantWrites(t, "finished: the held-back run starts", w, 3) // Job, status, the finished run's Job released
 	got = e.task(t).Status
-	if got.Phase != v1.PhaseRunning || got.LastJob.Name != "t-1767225780" || got.MissedRuns != 1 {
-		t.Fatalf("after next run: %+v", got)
+	if got.Phase != v1.PhaseRunning || got.LastJob.Name != "t-1767225720-1" || !got.LastScheduleTime.Time.Equal(at(120)) || got.MissedRuns != 0 {
+		t.Fatalf("after the held-back start: %+v", got)
+	}
+	_, w = e.reconcile(t)
+	wantWrites(t, "at rest", w, 0)
+	if f := e.job(t, "t-1767225660-1").Finalizers; len(f) != 0 {
+		t.Errorf("finished run's Job still holds %v", f)
+	}
+}
+
+// TestReconcileCatchUp is issue #14 item 8: after a long absence the latest missed time starts
+// in one reconcile with one status write and one Warning, not one per missed time.
+func TestReconcileCatchUp(t *testing.T) {
+	e := newFakeEnv(t, newTask(func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "@every 1s"} }))
+	e.reconcile(t)
+	e.clock.SetTime(at(1))
+	e.reconcile(t) // the run for 1s
+	e.finishJob(t, jobName("t", runID{Scheduled: at(1), Attempt: 1}), batchv1.JobComplete, "")
+	e.drainEvents()
+	e.clock.SetTime(at(530))
+	_, w := e.reconcile(t)
+	wantWrites(t, "catch-up", w, 3) // the new Job, status, the previous run's Job released
+	got := e.task(t).Status
+	if got.MissedRuns != 528 || !got.LastScheduleTime.Time.Equal(at(530)) {
+		t.Errorf("after catch-up: missed %d, lastScheduleTime %v; want 528 and %v", got.MissedRuns, got.LastScheduleTime, at(530))
+	}
+	var warnings []string
+	for _, ev := range e.drainEvents() {
+		if strings.HasPrefix(ev, "Warning") {
+			warnings = append(warnings, ev)
+		}
+	}
+	if len(warnings) != 1 || !containsReason(warnings, v1.EventTooManyMissedTimes) {
+		t.Errorf("warnings %q, want one %s", warnings, v1.EventTooManyMissedTimes)
+	}
+}
+
+// TestReconcileScheduleAdded is issue #14 item 8: a schedule added to a 30-day-old Task runs at
+// its next time after the addition and counts nothing missed.
+func TestReconcileScheduleAdded(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	e.reconcile(t)
+	e.finishJob(t, "t-0-1", batchv1.JobComplete, "")
+	e.reconcile(t)
+	e.reconcile(t)
+	e.clock.SetTime(at(30*24*3600 + 30))
+	task := e.task(t)
+	task.Spec.Schedule = &v1.Schedule{Cron: "* * * * *"}
+	task.Generation++
+	if err := e.c.Update(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	_, w := e.reconcile(t)
+	wantWrites(t, "schedule added", w, 1) // status only: no run yet
+	if got := e.task(t).Status; got.Phase != v1.PhaseScheduled || got.MissedRuns != 0 || !got.NextRunTime.Time.Equal(at(30*24*3600+60)) {
+		t.Fatalf("after adding the schedule: %+v", got)
+	}
+	e.clock.SetTime(at(30*24*3600 + 60))
+	e.reconcile(t)
+	if got := e.task(t).Status; got.Phase != v1.PhaseRunning || got.MissedRuns != 0 || got.LastJob.Name != jobName("t", runID{Scheduled: at(30*24*3600 + 60), Attempt: 1}) {
+		t.Fatalf("first scheduled run: %+v", got)
+	}
+}
+
+// TestReconcileUpgrade: a Task and its Jobs written by an earlier release (names "<task>-<n>",
+// no run-outcome finalizer, a status without currentRun) are taken over without running
+// anything again: the running Job gets the finalizer and stays the run.
+func TestReconcileUpgrade(t *testing.T) {
+	task := newTask(func(t *v1.Task) {
+		t.Finalizers = []string{v1.FinalizerJobs}
+		t.Status = v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1,
+			LastJob: &v1.JobReference{Name: "t-1"}, ActiveJobs: []v1.JobReference{{Name: "t-1"}}}
+	})
+	e := newFakeEnv(t, task)
+	old := buildJob(task, e.r.opts, runID{Attempt: 1})
+	old.Name, old.Finalizers = "t-1", nil // as an earlier release named and made it
+	if err := e.c.Create(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-1"}) {
+		t.Fatalf("Jobs %v after the upgrade, want only t-1", names)
+	}
+	if f := e.job(t, "t-1").Finalizers; !slices.Equal(f, []string{v1.FinalizerRunOutcome}) {
+		t.Errorf("the running Job of the earlier release has finalizers %v", f)
+	}
+	got := e.task(t).Status
+	if got.Phase != v1.PhaseRunning || got.CurrentRun == nil || got.CurrentRun.Job.Name != "t-1" || got.CurrentRun.Attempt != 1 {
+		t.Fatalf("status after the upgrade: %+v", got)
+	}
+	e.clock.SetTime(at(30))
+	e.finishJob(t, "t-1", batchv1.JobComplete, "")
+	e.reconcile(t)
+	e.reconcile(t)
+	if names := e.jobNames(t); !slices.Equal(names, []string{"t-1"}) {
+		t.Errorf("Jobs %v after the run, want only t-1", names)
+	}
+	if got := e.task(t); got.Status.Phase != v1.PhaseSucceeded || len(got.Finalizers) != 0 {
+		t.Errorf("after the run: %s, finalizers %v", got.Status.Phase, got.Finalizers)
+	}
+}
+
+// TestReconcileUpgradeFinished: an earlier release's finished Task whose Jobs are gone stays
+// finished; one whose retry was pending retries as the next attempt, not the first again.
+func TestReconcileUpgradeFinished(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status v1.TaskStatus
+		want   []string
+	}{
+		{"succeeded", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseSucceeded, Attempts: 1, LastJob: &v1.JobReference{Name: "t-1"}, CompletionTime: mtime(5)}, nil},
+		{"failed", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseFailed, Attempts: 3, LastJob: &v1.JobReference{Name: "t-3"}, CompletionTime: mtime(5)}, nil},
+		{"retrying", v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, LastJob: &v1.JobReference{Name: "t-1"}, NextRunTime: mtime(6)}, []string{"t-0-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFakeEnv(t, newTask(withStatus(tc.status)))
+			e.clock.SetTime(at(100))
+			e.reconcile(t)
+			if names := e.jobNames(t); !slices.Equal(names, tc.want) {
+				t.Errorf("Jobs %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdmissionAndReconcilerAgree is issue #14 item 9: a schedule the admission webhook accepts
+// is one the reconciler runs, and one it refuses the reconciler marks InvalidSchedule; neither
+// panics on a TZ= prefix.
+func TestAdmissionAndReconcilerAgree(t *testing.T) {
+	for _, cron := range []string{"*/5 * * * *", "@hourly", "@every 2s", "CRON_TZ=UTC 0 9 * * *", "TZ=UTC", "TZ=", "CRON_TZ=Europe/Paris", "61 * * * *", "* * * * * *", "", " ", "@every -1s", "@every 0s"} {
+		task := newTask(func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: cron} })
+		admitted := len(v1.Validate(task)) == 0
+		a := analyze(task, nil, at(100))
+		if admitted != (a.invalid == nil) {
+			t.Errorf("%q: admission says valid=%v, the reconciler says invalid=%v", cron, admitted, a.invalid)
+		}
+		st := computeStatus(task, nil, at(100))
+		if !admitted && !conditionTrue(st.Conditions, v1.ConditionStalled) {
+			t.Errorf("%q: refused by admission but not Stalled: %+v", cron, st.Conditions)
+		}
+	}
+}
+
+// TestReconcileEarlierIncarnation: a Task deleted and created again under the same name finds
+// the earlier Task's Job (still held by its finalizer) under the name of its first run. It lets
+// that Job go instead of waiting for it forever, then runs.
+func TestReconcileEarlierIncarnation(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	earlier := newTask(func(t *v1.Task) { t.UID = "earlier-uid" })
+	job := buildJob(earlier, e.r.opts, runID{Attempt: 1})
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if err := e.c.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key}); err == nil {
+		t.Fatal("created a run while the earlier Task's Job held its name")
+	}
+	if names := e.jobNames(t); len(names) != 0 {
+		t.Fatalf("the earlier Task's Job is still there: %v", names)
+	}
+	e.reconcile(t)
+	if got := e.task(t).Status; got.Phase != v1.PhaseRunning || got.CurrentRun.Job.Name != "t-0-1" {
+		t.Fatalf("after the earlier Job went: %+v", got)
+	}
+	if j := e.job(t, "t-0-1"); metav1.GetControllerOf(j).UID != "task-uid" {
+		t.Errorf("Job t-0-1 belongs to %v", metav1.GetControllerOf(j))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,18 +12,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "example.com/task-operator/apis/v1"
 )
 
+// uncachedPollInterval is how often a Job known only from the API server (its labels were
+// stripped, so the cache and its watch do not see it) is read again while it runs.
+const uncachedPollInterval = 10 * time.Second
+
 // Reconciler runs Tasks as Jobs. Create it with SetupWithManager.
 type Reconciler struct {
 	client client.Client
-	// apiReader reads past the cache: a Job that already exists, every Job at deletion.
+	// apiReader reads past the cache: before a Job is declared missing, and at deletion.
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	opts      Options
@@ -41,20 +44,25 @@ type scope struct {
 	cached map[string]*batchv1.Job
 	jobs   []observedJob
 	plan   plan
+	// released are the Jobs whose finalizer this reconcile removed.
+	released []string
+	// acted says the plan was made and carried out, so what protects the Task is known.
+	acted bool
 
 	result ctrl.Result
 	// events are recorded once the status is stored.
 	events []eventSpec
 }
 
-// Reconcile brings one Task a step closer to what its spec asks. It reads from the cache, acts,
-// and writes the Task at most once (finalizer aside) with only what changed.
+// Reconcile brings one Task a step closer to what its spec asks. It reads from the cache (and
+// from the API server what the cache cannot vouch for), acts, and writes the Task's status at
+// most once, with only what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	task := &v1.Task{}
 	if err := r.client.Get(ctx, req.NamespacedName, task); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("get task %s: %w", req.NamespacedName, err)
 	}
@@ -77,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
 			return
 		}
+		if err := r.letGo(ctx, s); err != nil {
+			result, retErr = ctrl.Result{}, errors.Join(retErr, err)
+		}
 		r.tell(s)
 	}()
 
@@ -84,7 +95,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	for _, phase := range []func(context.Context, *scope) (bool, error){
-		r.ensureFinalizer,
 		r.observeJobs,
 		r.act,
 	} {
@@ -99,22 +109,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return s.result, nil
 }
 
-// ensureFinalizer adds the finalizer and stores it before any Job exists, so no Job can
-// outlive its Task unnoticed.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
-	if !controllerutil.AddFinalizer(s.task, v1.FinalizerJobs) {
-		return false, nil
-	}
-	if err := s.patch.Patch(ctx, s.task); err != nil {
-		// Leave it to the next reconcile rather than to the deferred patch.
-		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
-		return true, fmt.Errorf("add finalizer: %w", err)
-	}
-	return false, nil
-}
-
-// observeJobs lists the Task's Jobs from the cache and settles the expectations: while a Job
-// the controller created is not in the cache yet, the reconcile stops here and waits.
+// observeJobs gathers everything known about the Task's Jobs: the cache, and the API server for
+// every Job the cache does not show although the controller created it a while ago or the
+// stored status says it may still run. A Job is never declared missing on the cache's word.
 func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 	var list batchv1.JobList
 	if err := r.client.List(ctx, &list, client.InNamespace(s.task.Namespace),
@@ -129,22 +126,27 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 			names[job.Name] = true
 		}
 	}
-	wait, deleting := r.expect.settle(s.task, names, s.now)
-	if wait > 0 {
-		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", wait)
-		s.result.RequeueAfter = wait
+	settle := r.expect.settle(s.task, names, s.now)
+	if settle.wait > 0 {
+		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", settle.wait)
+		s.result.RequeueAfter = settle.wait
 		return true, nil
 	}
 	for name, job := range s.cached {
-		o := observeJob(job)
-		if deleting[name] {
-			o.Gone = true
+		o := observeJob(s.task.Name, job)
+		if settle.deleting[name] && !o.Deleting {
+			o.Deleting, o.Finished = true, s.now
 		}
 		s.jobs = append(s.jobs, o)
 	}
-	for _, o := range r.expect.finished(s.task, s.now) {
-		if !names[o.Name] {
-			s.jobs = append(s.jobs, o)
+	for _, name := range unseen(s.task, names, settle.overdue) {
+		o, err := r.lookUp(ctx, s.task, name)
+		if err != nil {
+			return true, err
+		}
+		r.expect.confirmed(s.task, name)
+		if o != nil {
+			s.jobs = append(s.jobs, *o)
 		}
 	}
 	sortJobs(s.jobs)
@@ -155,20 +157,22 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 // result. The status is computed even when an action failed, so it never claims a Job that was
 // not created, and never loses one that was.
 func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
-	a := analyze(s.task, s.jobs, s.now)
-	s.plan = planRuns(s.task, a, s.jobs, s.now)
+	s.plan = planRuns(s.task, analyze(s.task, s.jobs, s.now), s.jobs, s.now)
 	err := r.execute(ctx, s)
 	r.summarize(s)
+	s.acted = true
 	return true, err
 }
 
 // execute carries out the plan, step by step; a failed step stops the ones after it.
 func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 	for _, step := range []func(context.Context, *scope) error{
+		r.ensureFinalizer,
+		r.protectJobs,
+		r.releaseJobs,
 		r.syncSuspend,
 		r.replaceActive,
 		r.startRun,
-		r.recordSchedule,
 		r.pruneHistory,
 	} {
 		if err := step(ctx, s); err != nil {
@@ -186,7 +190,7 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 			continue
 		}
 		patch := client.MergeFrom(job.DeepCopy())
-		job.Spec.Suspend = ptr.To(s.task.Spec.Suspend)
+		job.Spec.Suspend = &s.task.Spec.Suspend
 		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("set suspend=%t on job %s: %w", s.task.Spec.Suspend, job.Name, err)
 		}
@@ -197,14 +201,15 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace).
+// replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace). Their
+// finalizer keeps them readable until the status records them.
 func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.replace {
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
 		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Gone, j.Replaced = true, true
+			j.Deleting, j.Replaced, j.Finished = true, true, s.now
 		}
 		r.record(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
@@ -237,42 +242,47 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		if run.Attempt > 1 {
 			retries.Inc()
 		}
-		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (attempt %d)", job.Name, run.Attempt)))
+		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (%s)", job.Name, run)))
+		if ev, ok := s.plan.missedEvent(); ok {
+			s.events = append(s.events, ev)
+		}
 	}
 	r.expect.created(s.task, job.Name, s.now)
 	s.cached[job.Name] = job
-	s.jobs = append(s.jobs, observeJob(job))
+	if j := findJob(s.jobs, job.Name); j != nil {
+		*j = observeJob(s.task.Name, job)
+	} else {
+		s.jobs = append(s.jobs, observeJob(s.task.Name, job))
+	}
 	sortJobs(s.jobs)
 	return nil
 }
 
-// recordSchedule accounts for the schedule time acted on, and the times missed. It runs only
-// once the run exists (a failed creation leaves the time due for the next attempt).
-func (r *Reconciler) recordSchedule(_ context.Context, s *scope) error {
-	if s.plan.scheduled.IsZero() {
-		return nil
-	}
-	st := &s.task.Status
-	if st.LastScheduleTime == nil || s.plan.scheduled.After(st.LastScheduleTime.Time) {
-		st.LastScheduleTime = timePtr(s.plan.scheduled)
-	}
-	st.MissedRuns += s.plan.missed
-	if s.plan.missed > 0 {
-		s.events = append(s.events, warning(v1.EventMissedRun, "Skip", s.plan.missedReason))
-	}
-	return nil
-}
-
 // existingJob fetches a Job that a create found already there, and makes sure it is the Task's.
+// A Job left by an earlier Task of the same name (deleted, then created again) is let go and
+// deleted, and the creation is tried again once it is gone.
 func (r *Reconciler) existingJob(ctx context.Context, task *v1.Task, name string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
 	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job); err != nil {
 		return nil, fmt.Errorf("get existing job %s: %w", name, err)
 	}
-	if !metav1.IsControlledBy(job, task) {
+	if metav1.IsControlledBy(job, task) {
+		return job, nil
+	}
+	owner := metav1.GetControllerOf(job)
+	if owner == nil || owner.Kind != v1.Kind || owner.Name != task.Name {
 		return nil, fmt.Errorf("create job %s: a Job of that name exists and is not controlled by this Task", name)
 	}
-	return job, nil
+	if err := r.removeJobFinalizer(ctx, job.Namespace, job.Name); err != nil {
+		return nil, err
+	}
+	if job.DeletionTimestamp == nil {
+		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("delete job %s of an earlier task %s: %w", name, task.Name, err)
+		}
+	}
+	return nil, fmt.Errorf("create job %s: the Job of an earlier Task named %s is still being deleted", name, task.Name)
 }
 
 // pruneHistory deletes finished Jobs past the history limits.
@@ -282,7 +292,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, s *scope) error {
 			return err
 		}
 		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Gone = true
+			j.Deleting = true
 		}
 	}
 	return nil
@@ -299,48 +309,49 @@ func (r *Reconciler) deleteJob(ctx context.Context, s *scope, name string) error
 	return nil
 }
 
-// summarize computes the status from everything now known, the Events the change deserves, and
-// when to look again: when the next run is due, not before, and never without a reason.
+// summarize computes the status from everything now known, the Events the change deserves,
+// when to look again (when the next run is due, not before, and never without a reason), and
+// whether the Task's finalizer still protects anything.
 func (r *Reconciler) summarize(s *scope) {
 	s.task.Status = computeStatus(s.task, s.jobs, s.now)
+	if s.plan.create != nil && !s.plan.scheduled.IsZero() && s.task.Status.CurrentRun != nil &&
+		s.task.Status.CurrentRun.ScheduledTime.Equal(timePtr(s.plan.scheduled)) {
+		s.task.Status.MissedRuns += s.plan.missed
+	}
 	s.events = append(s.events, transitionEvents(s.task, s.prior, s.task.Status, s.jobs)...)
-	switch {
-	case s.plan.catchUp:
-		s.result.RequeueAfter = time.Second
-	case s.task.Status.NextRunTime != nil:
-		s.result.RequeueAfter = max(s.task.Status.NextRunTime.Sub(s.now), time.Second)
+	if t := s.task.Status.NextRunTime; t != nil {
+		s.result.RequeueAfter = max(t.Sub(s.now), time.Second)
+	}
+	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
+	}
+	if at := settlesAt(s.jobs, s.now); !at.IsZero() {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, max(at.Sub(s.now), time.Second))
 	}
 }
 
-// reconcileDelete deletes every Job of the Task, read from the API server rather than the cache
-// so that a Job created a moment ago is not missed, then lets the Task go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
-	if !controllerutil.ContainsFinalizer(s.task, v1.FinalizerJobs) {
-		return nil
-	}
-	var list batchv1.JobList
-	if err := r.apiReader.List(ctx, &list, client.InNamespace(s.task.Namespace),
-		client.MatchingLabels{v1.LabelTaskName: labelValue(s.task.Name)}); err != nil {
-		return fmt.Errorf("list jobs of task %s: %w", s.task.Name, err)
-	}
-	var errs []error
-	for i := range list.Items {
-		job := &list.Items[i]
-		if !metav1.IsControlledBy(job, s.task) || job.DeletionTimestamp != nil {
-			continue
+// settlesAt is when the earliest deleted, unfinished Job still waiting to be judged can be
+// (see deletionSettleTime); zero if none waits.
+func settlesAt(jobs []observedJob, now time.Time) time.Time {
+	var at time.Time
+	for _, j := range jobs {
+		if j.unjudged(now) {
+			if t := j.Finished.Add(deletionSettleTime); at.IsZero() || t.Before(at) {
+				at = t
+			}
 		}
-		errs = append(errs, r.deleteJob(ctx, s, job.Name))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
-	r.expect.forget(client.ObjectKeyFromObject(s.task))
-	return nil
+	return at
 }
 
-// tell records the Events of a stored status, counts them, and drops the remembered final
-// states of deleted Jobs the stored status now reflects.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 {
+		return b
+	}
+	return min(a, b)
+}
+
+// tell records the Events of a stored status and counts them.
 func (r *Reconciler) tell(s *scope) {
 	for _, e := range s.events {
 		r.record(s.task, e)
@@ -351,13 +362,6 @@ func (r *Reconciler) tell(s *scope) {
 			runsFailed.Inc()
 		}
 	}
-	var gone []string
-	for _, j := range s.jobs {
-		if j.Gone {
-			gone = append(gone, j.Name)
-		}
-	}
-	r.expect.consumed(s.task, gone)
 }
 
 // record records an Event on the Task. Events about an action taken (a Job created, replaced)

@@ -19,7 +19,7 @@ func mustSchedule(t *testing.T, cronSpec, tz string) v1.CronSchedule {
 }
 
 func TestDueRun(t *testing.T) {
-	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC) // a Tuesday
 	tests := []struct {
 		name       string
 		cron, tz   string
@@ -39,7 +39,7 @@ func TestDueRun(t *testing.T) {
 		{
 			name: "three passed, latest wins", cron: "*/5 * * * *",
 			after: base, now: base.Add(21 * time.Minute),
-			want: due{Latest: base.Add(20 * time.Minute), Passed: 3, Next: base.Add(25 * time.Minute)},
+			want: due{Latest: base.Add(20 * time.Minute), Next: base.Add(25 * time.Minute)},
 		},
 		{
 			name: "after is exclusive", cron: "@hourly",
@@ -49,7 +49,7 @@ func TestDueRun(t *testing.T) {
 		{
 			name: "every counts from after", cron: "@every 2s",
 			after: base.Add(500 * time.Millisecond), now: base.Add(7 * time.Second),
-			want: due{Latest: base.Add(6 * time.Second), Passed: 2, Next: base.Add(8 * time.Second)},
+			want: due{Latest: base.Add(6 * time.Second), Next: base.Add(8 * time.Second)},
 		},
 		{
 			name: "time zone", cron: "0 9 * * *", tz: "America/New_York",
@@ -63,19 +63,84 @@ func TestDueRun(t *testing.T) {
 			want: due{},
 		},
 		{
-			name: "capped walk", cron: "@every 1s",
-			after: base, now: base.Add(time.Duration(maxDueScan+50) * time.Second),
-			want: due{Latest: base.Add(maxDueScan * time.Second), Passed: maxDueScan - 1, Next: base.Add((maxDueScan + 1) * time.Second), Capped: true},
+			name: "a year of seconds away", cron: "@every 1s",
+			after: base, now: base.Add(365 * 24 * time.Hour),
+			want: due{Latest: base.Add(365 * 24 * time.Hour), Next: base.Add(365*24*time.Hour + time.Second)},
+		},
+		{
+			// Uneven gaps: the first two times are a day apart, the latest gap before now is the
+			// weekend. A window guessed from the first gap alone would find nothing.
+			name: "weekdays only, looked at on a Monday", cron: "0 9 * * 1-5",
+			after: base, now: time.Date(2026, 3, 16, 8, 0, 0, 0, time.UTC),
+			want: due{Latest: time.Date(2026, 3, 13, 9, 0, 0, 0, time.UTC), Next: time.Date(2026, 3, 16, 9, 0, 0, 0, time.UTC)},
+		},
+		{
+			name: "thirty days of minutes away", cron: "* * * * *",
+			after: base, now: base.Add(30*24*time.Hour + 30*time.Second),
+			want: due{Latest: base.Add(30 * 24 * time.Hour), Next: base.Add(30*24*time.Hour + time.Minute)},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := dueRun(mustSchedule(t, tc.cron, tc.tz), tc.after, tc.now)
-			if !got.Latest.Equal(tc.want.Latest) || got.Passed != tc.want.Passed || !got.Next.Equal(tc.want.Next) || got.Capped != tc.want.Capped {
-				t.Errorf("dueRun = {Latest:%v Passed:%d Next:%v Capped:%v}, want {Latest:%v Passed:%d Next:%v Capped:%v}",
-					got.Latest, got.Passed, got.Next, got.Capped, tc.want.Latest, tc.want.Passed, tc.want.Next, tc.want.Capped)
+			if !got.Latest.Equal(tc.want.Latest) || !got.Next.Equal(tc.want.Next) {
+				t.Errorf("dueRun = {Latest:%v Next:%v}, want {Latest:%v Next:%v}", got.Latest, got.Next, tc.want.Latest, tc.want.Next)
 			}
 		})
+	}
+}
+
+// TestDueRunAgreesWithAWalk checks the one-pass search against walking every time, on
+// schedules with even and uneven gaps.
+func TestDueRunAgreesWithAWalk(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, cron := range []string{"*/7 * * * *", "0 9 * * 1-5", "30 6-16/4 * * 1-5", "0 0 1,15 * *", "@every 90s", "5 4 * * 0"} {
+		s := mustSchedule(t, cron, "Europe/Berlin")
+		for _, span := range []time.Duration{0, time.Minute, 37 * time.Minute, 5 * time.Hour, 3 * 24 * time.Hour, 40 * 24 * time.Hour} {
+			now := start.Add(span)
+			var want, next time.Time
+			for t := s.Next(start); !t.IsZero(); t = s.Next(t) {
+				if t.After(now) {
+					next = t
+					break
+				}
+				want = t
+			}
+			if got := dueRun(s, start, now); !got.Latest.Equal(want) || !got.Next.Equal(next) {
+				t.Errorf("%s after %v: dueRun = %v / %v, walking says %v / %v", cron, span, got.Latest, got.Next, want, next)
+			}
+			var missed int32
+			for t := s.Next(start); !t.IsZero() && t.Before(want); t = s.Next(t) {
+				missed++
+			}
+			if !want.IsZero() {
+				if got := missedBetween(s, start, want); got != missed {
+					t.Errorf("%s after %v: missedBetween = %d, walking says %d", cron, span, got, missed)
+				}
+			}
+		}
+	}
+}
+
+func TestMissedBetween(t *testing.T) {
+	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		cron          string
+		after, before time.Time
+		want          int32
+	}{
+		{"none between", "*/5 * * * *", base, base.Add(5 * time.Minute), 0},
+		{"three between", "*/5 * * * *", base, base.Add(20 * time.Minute), 3},
+		{"after is exclusive, before too", "@hourly", base, base.Add(3 * time.Hour), 2},
+		{"thirty days of hours", "@hourly", base, base.Add(30 * 24 * time.Hour), 719},
+		// Past the walk limit the count is extrapolated: a day of seconds.
+		{"a day of seconds", "@every 1s", base, base.Add(24 * time.Hour), 86399},
+	}
+	for _, tc := range tests {
+		if got := missedBetween(mustSchedule(t, tc.cron, ""), tc.after, tc.before); got != tc.want {
+			t.Errorf("%s: missedBetween = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

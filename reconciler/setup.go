@@ -1,10 +1,9 @@
 package reconciler
 
 import (
-	"context"
 	"fmt"
-	"time"
 
+	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,32 +31,42 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		apiReader: mgr.GetAPIReader(),
 		recorder:  mgr.GetEventRecorder(eventReporter),
 		opts:      opts,
-		expect:    newExpectations(),
+		expect:    newExpectations(opts.expectationTimeout),
 	}
 	if err := registerMetrics(mgr); err != nil {
 		return fmt.Errorf("register task metrics: %w", err)
 	}
-	// Job events reach the owning Task as Owns(&batchv1.Job{}) would send them; the handler
-	// also remembers the final state of finished Jobs as they are deleted (see jobEvents).
-	jobs := jobEvents{
-		EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.Task{}, handler.OnlyControllerOwner()),
-		expect:       r.expect,
-		now:          opts.Clock.Now,
-	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.Task{}).
-		Watches(&batchv1.Job{}, jobs, builder.WithPredicates(jobChanged())).
+		Watches(&batchv1.Job{},
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.Task{}, handler.OnlyControllerOwner()),
+			builder.WithPredicates(jobChanged())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
-				opts.RateLimiterBaseDelay, opts.RateLimiterMaxDelay),
+			RateLimiter:             newRateLimiter(opts),
 		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up task controller: %w", err)
 	}
 	return nil
+}
+
+// Overall rate of requeues after failed reconciles, controller-runtime's default bucket.
+const (
+	overallQPS   = 10
+	overallBurst = 100
+)
+
+// newRateLimiter spaces the retries of failed reconciles as controller-runtime's default does:
+// the larger of a per-Task exponential backoff (opts' base and max delay) and an overall token
+// bucket (10 per second, bursts of 100), so a storm of failing Tasks cannot flood the API server.
+func newRateLimiter(opts Options) workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.RateLimiterBaseDelay, opts.RateLimiterMaxDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(overallQPS), overallBurst)},
+	)
 }
 
 // CacheOptions are the cache settings the controller needs; merge them into the manager's
@@ -76,30 +85,9 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// jobEvents enqueues a Job's controlling Task. On a Job's deletion it first remembers the Job's
-// final state if it had finished: with a short TTL the Job can be gone from the cache before
-// the Task is reconciled, and its outcome with it. Recording before enqueuing (in the same
-// handler) guarantees the reconcile sees it.
-type jobEvents struct {
-	handler.EventHandler
-	expect *expectations
-	now    func() time.Time
-}
-
-func (h jobEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if job, ok := e.Object.(*batchv1.Job); ok {
-		if owner := metav1.GetControllerOf(job); owner != nil && owner.Kind == "Task" {
-			if o := observeJob(job); o.State.finished() {
-				o.Gone = true
-				h.expect.rememberFinished(owner.UID, o, h.now())
-			}
-		}
-	}
-	h.EventHandler.Delete(ctx, e, q)
-}
-
 // jobChanged lets through the Job updates the controller acts on — a terminal condition,
-// suspension, deletion, labels — and drops the many status updates in between (pod counts).
+// suspension, deletion, its finalizer, labels — and drops the many status updates in between
+// (pod counts).
 func jobChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldJob, ok1 := e.ObjectOld.(*batchv1.Job)
@@ -107,6 +95,10 @@ func jobChanged() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return observeJob(oldJob) != observeJob(newJob)
+		owner := ""
+		if ref := metav1.GetControllerOf(newJob); ref != nil {
+			owner = ref.Name
+		}
+		return observeJob(owner, oldJob) != observeJob(owner, newJob)
 	}}
 }

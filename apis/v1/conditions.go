@@ -2,7 +2,9 @@ package v1
 
 // Condition types kept on every Task.
 const (
-	// ConditionReady is True while the Task is healthy: its spec is accepted and it has not failed.
+	// ConditionReady is True when the Task is where its spec wants it: a one-shot Task once its
+	// run succeeded, a scheduled Task while its schedule is valid and its latest finished run
+	// did not fail. A one-shot Task that has not succeeded yet is not Ready.
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while a run is active or a retry or scheduled run is pending.
 	ConditionProgressing = "Progressing"
@@ -10,6 +12,13 @@ const (
 	ConditionSucceeded = "Succeeded"
 	// ConditionFailed is True once retries are exhausted (for scheduled Tasks: the last run failed).
 	ConditionFailed = "Failed"
+	// ConditionReconciling is kstatus' "not there yet": True while a one-shot Task has a run to
+	// start, running or to retry. Tools built on kstatus (Flux, kpt, Argo CD health checks via
+	// cli-utils) report such a Task InProgress.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is kstatus' "cannot get there without help": True when a one-shot Task
+	// failed for good or a schedule cannot be parsed. kstatus reports such a Task Failed.
+	ConditionStalled = "Stalled"
 )
 
 // Condition reasons.
@@ -29,6 +38,8 @@ const (
 	ReasonNoRunFinished      = "NoRunFinished"
 	ReasonLastRunFailed      = "LastRunFailed"
 	ReasonHealthy            = "Healthy"
+	// ReasonAsExpected is the reason of a Reconciling or Stalled condition that is False.
+	ReasonAsExpected = "AsExpected"
 )
 
 // Event reasons the operator records on Tasks.
@@ -40,5 +51,10 @@ const (
 	EventRunFailed        = "RunFailed"
 	EventRetryScheduled   = "RetryScheduled"
 	EventRetriesExhausted = "RetriesExhausted"
-	EventMissedRun        = "MissedRun"
+	// EventMissedRun tells, when a run starts, how many earlier schedule times passed without one.
+	EventMissedRun = "MissedRun"
+	// EventTooManyMissedTimes replaces EventMissedRun when more than 100 times were missed, as
+	// a CronJob's TooManyMissedTimes: the clock, the schedule or startingDeadlineSeconds
+	// deserves a look.
+	EventTooManyMissedTimes = "TooManyMissedTimes"
 )

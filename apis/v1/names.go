@@ -39,6 +39,14 @@ const (
 	// AnnotationScheduledTime is the scheduled time (RFC 3339) of a scheduled Task's run.
 	AnnotationScheduledTime = "task.example.com/scheduled-time"
 
-	// FinalizerJobs keeps a Task until the operator has deleted its Jobs.
+	// FinalizerJobs is on a Task only while it protects something: a run whose Job may exist
+	// and whose outcome the status does not record yet, or a Job still holding
+	// FinalizerRunOutcome. A Task whose runs are finished and recorded carries none, so it
+	// deletes without the operator.
 	FinalizerJobs = "task.example.com/jobs"
+	// FinalizerRunOutcome is on every Job the operator creates, from its creation until the
+	// Task's status records how that Job's attempt ended (like the Job controller's
+	// batch.kubernetes.io/job-tracking finalizer on pods). A TTL, a user or the garbage
+	// collector can delete the Job, but it stays readable until its outcome is recorded.
+	FinalizerRunOutcome = "task.example.com/run-outcome"
 )

@@ -21,7 +21,8 @@ type ConcurrencyPolicy string
 const (
 	// AllowConcurrent starts the new run beside the active ones.
 	AllowConcurrent ConcurrencyPolicy = "Allow"
-	// ForbidConcurrent skips the new run while one is active.
+	// ForbidConcurrent holds a due run back while another is active, and starts it when that
+	// one ends if it is still within startingDeadlineSeconds (as a CronJob does).
 	ForbidConcurrent ConcurrencyPolicy = "Forbid"
 	// ReplaceConcurrent deletes the active run and starts the new one.
 	ReplaceConcurrent ConcurrencyPolicy = "Replace"
@@ -200,8 +201,8 @@ type Schedule struct {
 	// +kubebuilder:default=Allow
 	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
 
-	// StartingDeadlineSeconds is how late a missed run may still start; later ones are skipped
-	// and counted as missed.
+	// StartingDeadlineSeconds is how late a run may still start after its schedule time; a run
+	// that could not start in time is skipped and counted as missed.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
@@ -265,6 +266,67 @@ type JobReference struct {
 	UID types.UID `json:"uid,omitempty"`
 }
 
+// RunOutcome is where the latest attempt of a run stands.
+// +kubebuilder:validation:Enum=Active;Succeeded;Failed
+type RunOutcome string
+
+const (
+	// RunActive: the attempt's Job has been created and has not finished.
+	RunActive RunOutcome = "Active"
+	// RunSucceeded: the attempt's Job completed.
+	RunSucceeded RunOutcome = "Succeeded"
+	// RunFailed: the attempt's Job failed, timed out, was deleted before it finished, or
+	// disappeared.
+	RunFailed RunOutcome = "Failed"
+)
+
+// RunRecord is the durable record of a Task's current run: the only run of a one-shot Task, the
+// latest started run of a scheduled one. The operator decides from it, not from which Jobs
+// still exist, so a Job deleted by its TTL, by a user or while the operator was away never
+// turns a finished attempt into a new one.
+type RunRecord struct {
+	// ScheduledTime is the schedule time the run is for; unset for a one-shot run.
+	// +optional
+	ScheduledTime *metav1.Time `json:"scheduledTime,omitempty"`
+
+	// Attempt is the latest attempt started, from 1; attempts after the first are retries.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Attempt int32 `json:"attempt"`
+
+	// Job is the latest attempt's Job.
+	// +required
+	Job JobReference `json:"job"`
+
+	// Outcome is how the latest attempt stands. Once Succeeded or Failed it never changes.
+	// +required
+	Outcome RunOutcome `json:"outcome"`
+
+	// FinishTime is when the latest attempt ended.
+	// +optional
+	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+
+	// RetryTime is when the next attempt is due, decided when the latest attempt failed; unset
+	// when no retry follows. Lowering maxRetries, suspending the Task or a later schedule time
+	// coming due still cancels it; raising maxRetries after the run failed for good does not
+	// bring it back.
+	// +optional
+	RetryTime *metav1.Time `json:"retryTime,omitempty"`
+}
+
+// ObservedSchedule is the schedule the status was computed for, and since when it applies:
+// schedule times before Since never run. Since is the Task's creation for a Task created with
+// its schedule, and the moment the operator first saw the schedule when it was added to a Task
+// or its cron expression or time zone changed.
+type ObservedSchedule struct {
+	// +required
+	Cron string `json:"cron"`
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+	// +required
+	Since metav1.Time `json:"since"`
+}
+
 // TaskStatus is what the operator observed.
 type TaskStatus struct {
 	// ObservedGeneration is the generation of the spec this status describes.
@@ -279,17 +341,18 @@ type TaskStatus struct {
 	// +optional
 	LastPhaseTransitionTime *metav1.Time `json:"lastPhaseTransitionTime,omitempty"`
 
-	// Conditions: Ready, Progressing, Succeeded, Failed.
+	// Conditions: Ready, Progressing, Succeeded, Failed, and kstatus' Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Attempts counts the runs started for the current spec (first run plus retries).
+	// Attempts counts the attempts of the current run (first attempt plus retries); it equals
+	// currentRun.attempt.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 
-	// ActiveJobs are the Jobs running now.
+	// ActiveJobs are the Jobs running now, of any run.
 	// +optional
 	// +listType=atomic
 	ActiveJobs []JobReference `json:"activeJobs,omitempty"`
@@ -314,14 +377,24 @@ type TaskStatus struct {
 	// +optional
 	NextRunTime *metav1.Time `json:"nextRunTime,omitempty"`
 
-	// LastScheduleTime is the scheduled time of the latest scheduled run.
+	// LastScheduleTime is the schedule time of the latest run started, as a CronJob's.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
-	// MissedRuns counts scheduled runs skipped because their starting deadline passed or
-	// the concurrency policy forbade them.
+	// MissedRuns counts schedule times that passed without a run (the operator was away, the
+	// Task was suspended, the starting deadline passed, or concurrency policy Forbid held them
+	// back until it was too late). They are counted when the next run starts.
 	// +optional
 	MissedRuns int32 `json:"missedRuns,omitempty"`
+
+	// CurrentRun is the durable record of the current run: its latest attempt, that attempt's
+	// Job and outcome.
+	// +optional
+	CurrentRun *RunRecord `json:"currentRun,omitempty"`
+
+	// ObservedSchedule is the schedule in force and since when (scheduled Tasks only).
+	// +optional
+	ObservedSchedule *ObservedSchedule `json:"observedSchedule,omitempty"`
 }
 
 // Task runs a shell script or an HTTP call as Kubernetes Jobs, with retries and schedules.

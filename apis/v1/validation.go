@@ -25,6 +25,15 @@ func (s CronSchedule) Next(t time.Time) time.Time {
 	return s.cron.Next(t.In(s.loc))
 }
 
+// Every is the interval of an "@every <duration>" schedule, whose times count from the one
+// before rather than from the clock; zero for a cron expression or descriptor.
+func (s CronSchedule) Every() time.Duration {
+	if c, ok := s.cron.(cron.ConstantDelaySchedule); ok {
+		return c.Delay
+	}
+	return 0
+}
+
 // cronParser reads five fields or a descriptor (@hourly, @every 5m): what a CronJob accepts.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 

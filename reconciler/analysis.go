@@ -1,0 +1,327 @@
+package reconciler
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// deletionSettleTime is how long after a Job's deletion its attempt is judged, when the Job
+// had not finished. The Job controller stops working on a Job being deleted, but a status write
+// it had in flight (counting the success of the last pod) may still land just after the
+// deletion; judging earlier could call a succeeded attempt cancelled and run it again.
+const deletionSettleTime = 5 * time.Second
+
+// runPhase is where the Task's current run stands: the only run of a one-shot Task, the latest
+// started run of a scheduled one.
+type runPhase int
+
+const (
+	// runNone: nothing has started yet.
+	runNone runPhase = iota
+	// runActive: the run's latest attempt is running (or suspended).
+	runActive
+	// runRetryPending: the latest attempt failed and another is due at retryAt.
+	runRetryPending
+	// runSucceeded: the latest attempt succeeded.
+	runSucceeded
+	// runFailed: the latest attempt failed and no other will follow.
+	runFailed
+)
+
+func (p runPhase) finished() bool { return p == runSucceeded || p == runFailed }
+
+// record is the durable record of a run (v1.RunRecord) with plain times.
+type record struct {
+	run      runID
+	job      v1.JobReference
+	outcome  v1.RunOutcome
+	finished time.Time
+	// retryAt is when the next attempt is due; zero when none follows.
+	retryAt time.Time
+	// replaced says the attempt ended because a newer run replaced it (policy Replace); it is
+	// only known in the reconcile that replaced it, and is not a failure worth reporting.
+	replaced bool
+}
+
+func (r *record) toAPI() *v1.RunRecord {
+	if r == nil {
+		return nil
+	}
+	return &v1.RunRecord{
+		ScheduledTime: timePtr(r.run.Scheduled),
+		Attempt:       r.run.Attempt,
+		Job:           r.job,
+		Outcome:       r.outcome,
+		FinishTime:    timePtr(r.finished),
+		RetryTime:     timePtr(r.retryAt),
+	}
+}
+
+func recordFromAPI(rr *v1.RunRecord) *record {
+	if rr == nil {
+		return nil
+	}
+	return &record{
+		run:      runID{Scheduled: timeOf(rr.ScheduledTime).UTC(), Attempt: rr.Attempt},
+		job:      rr.Job,
+		outcome:  rr.Outcome,
+		finished: timeOf(rr.FinishTime),
+		retryAt:  timeOf(rr.RetryTime),
+	}
+}
+
+// analysis is what the Task's stored status and its Jobs say, before anything is done. Both the
+// status (computeStatus) and the next actions (planRuns) are read off it.
+type analysis struct {
+	// invalid is why the spec cannot run (a schedule that does not parse).
+	invalid error
+
+	// rec is the current run once the Jobs are folded into the stored record; nil: none yet.
+	rec *record
+	// previous is the record rec replaced in this fold (a newer run or attempt was found).
+	previous *record
+	phase    runPhase
+	// retryAt is when the next attempt is due (runRetryPending).
+	retryAt time.Time
+	// exhausted says a runFailed run used up its retries (rather than being superseded).
+	exhausted bool
+	lastError string
+	// active are the Jobs still running, of any run.
+	active []observedJob
+
+	// Scheduled Tasks only.
+	sched    v1.CronSchedule
+	observed *v1.ObservedSchedule
+	// lastScheduleTime is the schedule time of the latest run started; base is where the
+	// search for unmet schedule times starts (lastScheduleTime, or when the schedule began to
+	// apply, whichever is later).
+	lastScheduleTime time.Time
+	base             time.Time
+	due              due
+	// heldBack is a due schedule time concurrency policy Forbid holds back until the active
+	// run ends; zero if none.
+	heldBack time.Time
+}
+
+// analyze reads the Task's stored status and its Jobs (everything the controller knows of
+// them). It is pure; now stands in for the end of an attempt that no Job records (a Job that
+// disappeared) and for when a newly added schedule begins.
+func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
+	a := analysis{lastError: task.Status.LastError}
+	for _, j := range jobs {
+		if j.active() || j.unjudged(now) {
+			a.active = append(a.active, j)
+		}
+	}
+	stored := storedRecord(task)
+	a.rec, a.previous = fold(stored, jobs, now)
+	for _, r := range []*record{a.previous, a.rec} {
+		a.recordOutcome(task, stored, r, jobs)
+	}
+	a.lastScheduleTime = timeOf(task.Status.LastScheduleTime)
+	if a.rec != nil && a.rec.run.Scheduled.After(a.lastScheduleTime) {
+		a.lastScheduleTime = a.rec.run.Scheduled
+	}
+	if task.Spec.Schedule != nil {
+		a.analyzeSchedule(task, now)
+	}
+	a.setPhase(task)
+	return a
+}
+
+// recordOutcome takes in how r ended. A newly failed attempt decides now whether, and when, a
+// retry follows; lastError says why the latest finished attempt failed, and a success clears
+// it. A failure already stored keeps the message and the retry time stored with it.
+func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observedJob) {
+	switch {
+	case r == nil || r.replaced:
+	case r.outcome == v1.RunSucceeded:
+		a.lastError = ""
+	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
+		if j := findJob(jobs, r.job.Name); j != nil {
+			a.lastError = j.failure()
+		}
+		if canRetry(task, r.run.Attempt) {
+			r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
+		}
+	}
+}
+
+// analyzeSchedule parses the schedule and finds the schedule times due.
+func (a *analysis) analyzeSchedule(task *v1.Task, now time.Time) {
+	sched, err := v1.ParseSchedule(task.Spec.Schedule)
+	if err != nil {
+		a.invalid = err
+		return
+	}
+	a.sched = sched
+	a.observed = observedSchedule(task, now)
+	a.base = a.lastScheduleTime
+	if since := a.observed.Since.Time; since.After(a.base) {
+		a.base = since
+	}
+	a.due = dueRun(sched, a.base, now)
+	s := task.Spec.Schedule
+	if s.ConcurrencyPolicy == v1.ForbidConcurrent && len(a.active) > 0 && !a.due.Latest.IsZero() && !tooLate(a.due.Latest, now, s.StartingDeadlineSeconds) {
+		a.heldBack = a.due.Latest
+	}
+}
+
+// setPhase sums the record up, deciding whether a failed attempt is retried.
+func (a *analysis) setPhase(task *v1.Task) {
+	switch {
+	case a.rec == nil:
+		a.phase = runNone
+	case a.rec.outcome == v1.RunActive:
+		a.phase = runActive
+	case a.rec.outcome == v1.RunSucceeded:
+		a.phase = runSucceeded
+	case a.retryable(task):
+		a.phase = runRetryPending
+		a.retryAt = a.rec.retryAt
+	default:
+		a.phase = runFailed
+		a.exhausted = !canRetry(task, a.rec.run.Attempt)
+	}
+}
+
+// retryable says whether the failed current run gets another attempt: a retry was decided when
+// it failed (so a run that failed for good stays failed whatever the spec says later), the spec
+// still allows it, and for a scheduled Task no later schedule time has come due.
+func (a *analysis) retryable(task *v1.Task) bool {
+	if a.rec.retryAt.IsZero() || !canRetry(task, a.rec.run.Attempt) {
+		return false
+	}
+	if task.Spec.Schedule == nil || a.invalid != nil {
+		return true
+	}
+	return !a.lastScheduleTime.After(a.rec.run.Scheduled) && a.due.Latest.IsZero()
+}
+
+// fold brings the stored record up to date with the Jobs. The Job of the record's attempt tells
+// how it ended, unless an outcome is recorded already: a recorded outcome is final. A Job of a
+// newer run or attempt than the record (created, but the status write that would have recorded
+// it was lost, or created in this very reconcile) then becomes the record; previous is the
+// record it replaced, brought up to date too.
+func fold(stored *record, jobs []observedJob, now time.Time) (rec, previous *record) {
+	rec = settle(stored, jobs, now)
+	if newest := newestJob(jobs); newest != nil && (rec == nil || rec.run.less(newest.Run)) {
+		previous = rec
+		rec = settle(&record{run: newest.Run, job: v1.JobReference{Name: newest.Name, UID: newest.UID}, outcome: v1.RunActive}, jobs, now)
+	}
+	return rec, previous
+}
+
+// settle reads the outcome of an active record's attempt off its Job.
+func settle(rec *record, jobs []observedJob, now time.Time) *record {
+	if rec == nil || rec.outcome != v1.RunActive {
+		return rec
+	}
+	j := findJob(jobs, rec.job.Name)
+	if j == nil {
+		// Not known at all: the reconciler looks every recorded active Job up, so this is a
+		// record without a Job name (an earlier release's status). Nothing can be concluded.
+		return rec
+	}
+	out := *rec
+	if out.job.UID == "" {
+		out.job.UID = j.UID
+	}
+	switch {
+	case j.State == jobSucceeded:
+		out.outcome, out.finished = v1.RunSucceeded, j.Finished
+	case j.State == jobFailed:
+		out.outcome, out.finished = v1.RunFailed, j.Finished
+	case j.Missing:
+		out.outcome, out.finished = v1.RunFailed, now
+	case j.Deleting && !j.unjudged(now):
+		out.outcome, out.finished, out.replaced = v1.RunFailed, j.Finished, j.Replaced
+	}
+	return &out
+}
+
+// newlyFinished says rec tells an outcome the stored record does not have yet.
+func newlyFinished(stored, rec *record) bool {
+	return stored == nil || !stored.run.equal(rec.run) || stored.outcome != rec.outcome
+}
+
+// newestJob is the Job of the newest run and attempt, or nil. Jobs whose run is unknown do not
+// count.
+func newestJob(jobs []observedJob) *observedJob {
+	var newest *observedJob
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Run.Attempt < 1 {
+			continue
+		}
+		if newest == nil || newest.Run.less(j.Run) {
+			newest = j
+		}
+	}
+	return newest
+}
+
+// storedRecord is the record in the stored status or, for a status written by an earlier
+// release, the closest record its fields allow.
+func storedRecord(task *v1.Task) *record {
+	if rec := recordFromAPI(task.Status.CurrentRun); rec != nil {
+		return rec
+	}
+	return legacyRecord(task)
+}
+
+// legacyRecord reads a status written before currentRun existed. Its attempts, lastJob and
+// phase say which attempt ran last and how it ended; a retry pending keeps its due time.
+func legacyRecord(task *v1.Task) *record {
+	st := task.Status
+	if st.Attempts < 1 || st.LastJob == nil || st.LastJob.Name == "" {
+		return nil
+	}
+	rec := &record{run: runID{Attempt: st.Attempts}, job: *st.LastJob}
+	if run, ok := legacyRunFromName(task.Name, st.LastJob.Name); ok {
+		rec.run = run
+	}
+	switch {
+	case hasRef(st.ActiveJobs, st.LastJob.Name):
+		rec.outcome = v1.RunActive
+	case st.Phase == v1.PhaseSucceeded:
+		rec.outcome, rec.finished = v1.RunSucceeded, timeOf(st.CompletionTime)
+	case st.Phase == v1.PhaseFailed:
+		rec.outcome, rec.finished = v1.RunFailed, timeOf(st.CompletionTime)
+	case st.Phase == v1.PhaseRetrying && st.NextRunTime != nil:
+		rec.outcome, rec.retryAt = v1.RunFailed, st.NextRunTime.Time
+		rec.finished = st.NextRunTime.Add(-nextRetryDelay(backoffOf(task), rec.run.Attempt))
+	case conditionTrue(st.Conditions, v1.ConditionSucceeded):
+		rec.outcome, rec.finished = v1.RunSucceeded, timeOf(st.LastPhaseTransitionTime)
+	default:
+		// A scheduled run whose last Job is gone and that was not running: it ended, and a
+		// run that is not retrying failed for good or was superseded.
+		rec.outcome, rec.finished = v1.RunFailed, timeOf(st.LastPhaseTransitionTime)
+	}
+	return rec
+}
+
+// observedSchedule is the schedule in force and since when. A Task created with its schedule
+// counts from its creation, as a CronJob does; a schedule added to an existing Task, or whose
+// cron expression or time zone changed, counts from when the operator first saw it, so it never
+// starts a catch-up run or counts missed times from before it existed.
+func observedSchedule(task *v1.Task, now time.Time) *v1.ObservedSchedule {
+	s, st := task.Spec.Schedule, task.Status
+	if o := st.ObservedSchedule; o != nil && o.Cron == s.Cron && o.TimeZone == s.TimeZone {
+		return o.DeepCopy()
+	}
+	since := now
+	if st.ObservedSchedule == nil && (st.ObservedGeneration == 0 || scheduledByEarlierRelease(st)) {
+		since = task.CreationTimestamp.Time
+	}
+	return &v1.ObservedSchedule{Cron: s.Cron, TimeZone: s.TimeZone, Since: metav1.NewTime(since.UTC().Truncate(time.Second))}
+}
+
+// scheduledByEarlierRelease recognises the status of a scheduled Task written before
+// observedSchedule existed: it counts from the Task's creation (and lastScheduleTime), as it did.
+func scheduledByEarlierRelease(st v1.TaskStatus) bool {
+	return st.CurrentRun == nil && (st.LastScheduleTime != nil || st.Phase == v1.PhaseScheduled)
+}

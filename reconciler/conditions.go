@@ -1,0 +1,165 @@
+package reconciler
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// setConditions writes the six conditions to match the phase and the record.
+// meta.SetStatusCondition keeps a condition's transition time while its status stays the same.
+//
+// What kstatus (sigs.k8s.io/cli-utils, used by Flux, kpt and Argo CD health checks) makes of
+// them: Reconciling=True is InProgress, Stalled=True is Failed, otherwise Ready decides
+// (True: Current, False: InProgress).
+//
+//	one-shot Pending, Running, Retrying   Reconciling   → InProgress
+//	one-shot Suspended                    Ready=False   → InProgress (it has not run)
+//	one-shot Succeeded                    Ready=True    → Current
+//	one-shot Failed                       Stalled       → Failed
+//	scheduled, latest run did not fail    Ready=True    → Current (like a CronJob)
+//	scheduled, latest run failed          Ready=False   → InProgress until a run succeeds
+//	schedule that does not parse          Stalled       → Failed
+func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) {
+	set := func(typ string, status bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if status {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: s, Reason: reason, Message: msg,
+			ObservedGeneration: task.Generation, LastTransitionTime: metav1.NewTime(now),
+		})
+	}
+	if a.invalid != nil {
+		msg := a.invalid.Error()
+		for _, typ := range []string{v1.ConditionReady, v1.ConditionProgressing, v1.ConditionSucceeded, v1.ConditionFailed, v1.ConditionReconciling} {
+			set(typ, false, v1.ReasonInvalidSchedule, msg)
+		}
+		set(v1.ConditionStalled, true, v1.ReasonInvalidSchedule, msg)
+		return
+	}
+	progressing, reason, msg := progressOf(st, task, a)
+	set(v1.ConditionProgressing, progressing, reason, msg)
+	if task.Spec.Schedule == nil {
+		setOneShotOutcome(set, st, a)
+	} else {
+		setScheduledOutcome(set, st, a)
+	}
+}
+
+type setFunc func(typ string, status bool, reason, msg string)
+
+func progressOf(st *v1.TaskStatus, task *v1.Task, a analysis) (bool, string, string) {
+	attempts := v1.MaxRetriesOf(task) + 1
+	switch st.Phase {
+	case v1.PhaseRunning:
+		msg := fmt.Sprintf("%d Job(s) running; latest attempt %d of %d", len(st.ActiveJobs), st.Attempts, attempts)
+		if !a.heldBack.IsZero() {
+			msg += fmt.Sprintf("; the run for %s starts when they end (concurrency policy Forbid)", a.heldBack.UTC().Format(time.RFC3339))
+		}
+		return true, v1.ReasonJobActive, msg
+	case v1.PhaseRetrying:
+		return true, v1.ReasonRetryPending, fmt.Sprintf("attempt %d of %d due at %s", st.Attempts+1, attempts, formatTime(st.NextRunTime))
+	case v1.PhaseScheduled:
+		return true, v1.ReasonWaitingForSchedule, "next run at " + formatTime(st.NextRunTime)
+	case v1.PhasePending:
+		return true, v1.ReasonPending, "waiting for the first run to start"
+	case v1.PhaseSuspended:
+		return false, v1.ReasonSuspended, "spec.suspend is set"
+	case v1.PhaseSucceeded:
+		return false, v1.ReasonSucceeded, "the Task succeeded"
+	default:
+		return false, v1.ReasonRetriesExhausted, "the Task failed"
+	}
+}
+
+// setOneShotOutcome: Ready only once the run succeeded; Reconciling while there is something
+// left to do; Stalled once it failed for good.
+func setOneShotOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
+	switch st.Phase {
+	case v1.PhaseSucceeded:
+		msg := fmt.Sprintf("Job %s succeeded", a.rec.job.Name)
+		set(v1.ConditionReady, true, v1.ReasonSucceeded, msg)
+		set(v1.ConditionSucceeded, true, v1.ReasonRunSucceeded, msg)
+		set(v1.ConditionFailed, false, v1.ReasonSucceeded, msg)
+		set(v1.ConditionReconciling, false, v1.ReasonSucceeded, msg)
+		set(v1.ConditionStalled, false, v1.ReasonSucceeded, msg)
+	case v1.PhaseFailed:
+		msg := fmt.Sprintf("%d attempt(s) failed; last: %s", st.Attempts, st.LastError)
+		set(v1.ConditionReady, false, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionSucceeded, false, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionFailed, true, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionReconciling, false, v1.ReasonRetriesExhausted, msg)
+		set(v1.ConditionStalled, true, v1.ReasonRetriesExhausted, msg)
+	default:
+		reason := string(st.Phase)
+		msg := "the Task has not succeeded yet"
+		set(v1.ConditionReady, false, reason, msg)
+		set(v1.ConditionSucceeded, false, reason, msg)
+		failMsg := msg
+		if st.Phase == v1.PhaseRetrying {
+			failMsg = st.LastError
+		}
+		set(v1.ConditionFailed, false, reason, failMsg)
+		// A suspended Task waits for its user, not for the operator.
+		set(v1.ConditionReconciling, st.Phase != v1.PhaseSuspended, reason, msg)
+		set(v1.ConditionStalled, false, reason, msg)
+	}
+}
+
+// setScheduledOutcome: Succeeded and Failed describe the latest finished run (the current run
+// once it ended, else the one it replaced, else whatever they said before) and are kept while
+// the next run is active, pending or not yet due. A scheduled Task is never Reconciling or
+// Stalled for its runs: like a CronJob it is done once its schedule is in force.
+func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
+	switch outcome, rec := latestFinished(a); outcome {
+	case runSucceeded:
+		msg := fmt.Sprintf("Job %s succeeded", rec.job.Name)
+		set(v1.ConditionSucceeded, true, v1.ReasonRunSucceeded, msg)
+		set(v1.ConditionFailed, false, v1.ReasonRunSucceeded, msg)
+	case runFailed:
+		reason := v1.ReasonRunFailed
+		if a.exhausted && rec == a.rec {
+			reason = v1.ReasonRetriesExhausted
+		}
+		set(v1.ConditionSucceeded, false, reason, st.LastError)
+		set(v1.ConditionFailed, true, reason, st.LastError)
+	default:
+		for _, typ := range []string{v1.ConditionSucceeded, v1.ConditionFailed} {
+			if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
+				set(typ, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+			} else {
+				set(typ, false, v1.ReasonNoRunFinished, "no run has finished yet")
+			}
+		}
+	}
+	if meta.IsStatusConditionTrue(st.Conditions, v1.ConditionFailed) {
+		set(v1.ConditionReady, false, v1.ReasonLastRunFailed, meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message)
+	} else {
+		set(v1.ConditionReady, true, v1.ReasonHealthy, "the schedule is in force")
+	}
+	set(v1.ConditionReconciling, false, v1.ReasonAsExpected, "the schedule is in force")
+	set(v1.ConditionStalled, false, v1.ReasonAsExpected, "the schedule is in force")
+}
+
+// latestFinished is the outcome of the latest run that finished for good, as far as this
+// analysis knows: the current run, or the one it replaced in this reconcile.
+func latestFinished(a analysis) (runPhase, *record) {
+	if a.phase.finished() {
+		return a.phase, a.rec
+	}
+	if p := a.previous; p != nil && !p.replaced {
+		switch p.outcome {
+		case v1.RunSucceeded:
+			return runSucceeded, p
+		case v1.RunFailed:
+			return runFailed, p
+		}
+	}
+	return runNone, nil
+}

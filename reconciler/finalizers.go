@@ -1,0 +1,204 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// The finalizers: FinalizerRunOutcome on every Job until its outcome is recorded, and
+// FinalizerJobs on the Task only while some Job may run or still holds FinalizerRunOutcome.
+
+// ensureFinalizer stores the Task's finalizer before a Job is created or protected, so no Job
+// holding FinalizerRunOutcome can outlive its Task unnoticed. It is written at once, not with
+// the status: the Job must not exist before it does.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if s.plan.create == nil && len(s.plan.protect) == 0 && !holdsFinalizers(s.jobs, s.plan.release) {
+		return nil
+	}
+	if !controllerutil.AddFinalizer(s.task, v1.FinalizerJobs) {
+		return nil
+	}
+	if err := s.patch.Patch(ctx, s.task); err != nil {
+		// Leave it to the next reconcile rather than to the deferred patch.
+		controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// holdsFinalizers says some Job still carries FinalizerRunOutcome once released are let go.
+func holdsFinalizers(jobs, released []observedJob) bool {
+	return slices.ContainsFunc(jobs, func(j observedJob) bool { return j.Protected && !j.Missing && !settled(j, released) })
+}
+
+// protectJobs adds FinalizerRunOutcome to active Jobs an earlier release created without it.
+func (r *Reconciler) protectJobs(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.protect {
+		job := s.cached[o.Name]
+		if job == nil {
+			continue
+		}
+		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(job, v1.FinalizerRunOutcome)
+		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("add finalizer to job %s: %w", job.Name, err)
+		}
+		if j := findJob(s.jobs, o.Name); j != nil {
+			j.Protected = true
+		}
+	}
+	return nil
+}
+
+// releaseJobs removes FinalizerRunOutcome from the Jobs whose outcome the stored status records.
+func (r *Reconciler) releaseJobs(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.release {
+		if err := r.removeJobFinalizer(ctx, s.task.Namespace, o.Name); err != nil {
+			return err
+		}
+		s.released = append(s.released, o.Name)
+		if j := findJob(s.jobs, o.Name); j != nil {
+			j.Protected = false
+		}
+	}
+	return nil
+}
+
+// removeJobFinalizer removes FinalizerRunOutcome, and only it, with a JSON patch that tests the
+// finalizer is where it was read: finalizers added meanwhile (foregroundDeletion by the
+// garbage collector) are never dropped, and a Job read from a stale cache is re-read.
+func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name string) error {
+	job := &batchv1.Job{}
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get job %s to release it: %w", name, err)
+	}
+	i := slices.Index(job.Finalizers, v1.FinalizerRunOutcome)
+	if i < 0 {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
+		i, v1.FinalizerRunOutcome, i)
+	err := r.client.Patch(ctx, job, client.RawPatch(types.JSONPatchType, patch))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from job %s: %w", name, err)
+	}
+	return nil
+}
+
+// letGo runs once the status is stored: the outcomes it records are durable now, so the Jobs
+// holding FinalizerRunOutcome for them are released at once (a Job the cache does not show would
+// not be seen again), and then the Task's own finalizer goes if it protects nothing any more.
+func (r *Reconciler) letGo(ctx context.Context, s *scope) error {
+	if !s.acted || s.task.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, o := range releasable(s.task, s.jobs) {
+		if slices.Contains(s.released, o.Name) {
+			continue
+		}
+		if err := r.removeJobFinalizer(ctx, s.task.Namespace, o.Name); err != nil {
+			return err
+		}
+		s.released = append(s.released, o.Name)
+	}
+	if r.protects(s) || !controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs) {
+		return nil
+	}
+	if err := s.patch.Patch(ctx, s.task); err != nil {
+		controllerutil.AddFinalizer(s.task, v1.FinalizerJobs)
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// protects says whether the Task's finalizer still guards something: a Job that may run or
+// whose outcome is not recorded, or a run the status is about to record as started.
+func (r *Reconciler) protects(s *scope) bool {
+	st := s.task.Status
+	switch {
+	case s.plan.create != nil, len(st.ActiveJobs) > 0:
+		return true
+	case st.CurrentRun != nil && st.CurrentRun.Outcome == v1.RunActive:
+		return true
+	}
+	return slices.ContainsFunc(s.jobs, func(j observedJob) bool {
+		return j.Protected && !j.Missing && !slices.Contains(s.released, j.Name)
+	})
+}
+
+// reconcileDelete lets every Job of the Task go (its finalizer removed, the Job deleted), read
+// from the API server rather than the cache so that a Job created a moment ago or one whose
+// labels were stripped is not missed, then lets the Task go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.task, v1.FinalizerJobs) {
+		return nil
+	}
+	jobs, err := r.liveJobs(ctx, s.task)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, job := range jobs {
+		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+			errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))
+		}
+		if job.DeletionTimestamp == nil {
+			errs = append(errs, r.deleteJob(ctx, s, job.Name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(s.task, v1.FinalizerJobs)
+	r.expect.forget(client.ObjectKeyFromObject(s.task))
+	return nil
+}
+
+// releaseOrphans lets go the Jobs that still hold FinalizerRunOutcome although their Task is
+// gone (its finalizer was removed by hand): nothing can record their outcome any more, and they
+// must not stay Terminating forever. The owner is confirmed gone with a live read first.
+func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) error {
+	var list batchv1.JobList
+	if err := r.client.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{v1.LabelTaskName: labelValue(key.Name)}); err != nil {
+		return fmt.Errorf("list jobs of deleted task %s: %w", key, err)
+	}
+	var orphans []batchv1.Job
+	for _, job := range list.Items {
+		owner := metav1.GetControllerOf(&job)
+		if owner != nil && owner.Kind == v1.Kind && owner.Name == key.Name &&
+			controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+			orphans = append(orphans, job)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	live := &v1.Task{}
+	err := r.apiReader.Get(ctx, key, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("confirm task %s is gone: %w", key, err)
+	}
+	var errs []error
+	for _, job := range orphans {
+		if err == nil && metav1.GetControllerOf(&job).UID == live.UID {
+			continue // the Task exists; the cache had not caught up
+		}
+		errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))
+	}
+	return errors.Join(errs...)
+}
