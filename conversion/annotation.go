@@ -78,28 +78,75 @@ func (p *preserved) encode() (string, error) {
 // together to 256 KiB, and a valid hub body is far below this.
 const maxPreservedBytes = 8 << 20
 
+// maxPreservedValues bounds the values (objects, arrays, strings, numbers, ...) in an annotation.
+// Every list of a v1 Task has a maxItems of at most 64, so a valid annotation holds a few
+// thousand values; decoding and merging cost about 10 µs and 1 KiB per value, so a forged
+// annotation of millions of tiny values (a few KiB gzipped) would otherwise take the webhook
+// tens of seconds and gigabytes.
+const maxPreservedValues = 20_000
+
+// countJSONValues counts the values in a JSON text without decoding it: one per comma and per
+// opening bracket outside strings, plus one. It overcounts nothing that matters: malformed
+// text is rejected by the decoder that follows.
+func countJSONValues(raw []byte) int {
+	count, inString, escaped := 1, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ',' || c == '{' || c == '[':
+			count++
+		}
+	}
+	return count
+}
+
+// unpackPreserved returns the annotation's JSON text, decompressing a gzipped value within
+// maxPreservedBytes.
+func unpackPreserved(value string) ([]byte, error) {
+	rest, zipped := strings.CutPrefix(value, gzipPrefix)
+	if !zipped {
+		return []byte(value), nil
+	}
+	packed, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		return nil, fmt.Errorf("not base64 after %q: %w", gzipPrefix, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	if err != nil {
+		return nil, fmt.Errorf("not gzip: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxPreservedBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("not gzip: %w", err)
+	}
+	if len(raw) > maxPreservedBytes {
+		return nil, fmt.Errorf("decompresses to more than %d bytes", maxPreservedBytes)
+	}
+	return raw, nil
+}
+
 // decodePreserved reads the annotation's value. ok is false for a value of another layout (an
 // older release's), which is ignored; a damaged value is an error naming the annotation.
 func decodePreserved(value string) (p *preserved, ok bool, err error) {
 	fail := func(err error) (*preserved, bool, error) {
 		return nil, false, fmt.Errorf("metadata.annotations[%s]: %w", PreservedAnnotation, err)
 	}
-	raw := []byte(value)
-	if rest, zipped := strings.CutPrefix(value, gzipPrefix); zipped {
-		packed, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return fail(fmt.Errorf("not base64 after %q: %w", gzipPrefix, err))
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(packed))
-		if err != nil {
-			return fail(fmt.Errorf("not gzip: %w", err))
-		}
-		if raw, err = io.ReadAll(io.LimitReader(zr, maxPreservedBytes+1)); err != nil {
-			return fail(fmt.Errorf("not gzip: %w", err))
-		}
-		if len(raw) > maxPreservedBytes {
-			return fail(fmt.Errorf("decompresses to more than %d bytes", maxPreservedBytes))
-		}
+	raw, err := unpackPreserved(value)
+	if err != nil {
+		return fail(err)
+	}
+	if n := countJSONValues(raw); n > maxPreservedValues {
+		return fail(fmt.Errorf("holds %d JSON values, more than the %d any valid Task needs", n, maxPreservedValues))
 	}
 	var probe struct {
 		Format *int `json:"v"`
