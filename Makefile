@@ -152,5 +152,6 @@ bench: controlplane ## Run the five measurement scenarios at full size (go run .
 	go run ./bench -scenarios measurements $(BENCH_ARGS)
 
 .PHONY: faults
-faults: controlplane ## Run the fault scenarios (SIGKILLs, leader failover, rolling restart) at full size.
+faults: controlplane ## Run the fault scenarios (SIGKILLs, leader failover, rolling restart) and the run-semantics chaos test at full size.
 	go run ./bench -scenarios faults $(BENCH_ARGS)
+	go test ./reconciler -run '^TestChaos$$' -count=1 -timeout 40m -v -chaos.full
