@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,6 +159,11 @@ func goBench(ctx context.Context, e *harness.Env, benchtime string, r *Result) e
 		name := strings.TrimPrefix(fields[0], "Benchmark")
 		if i := strings.LastIndex(name, "-"); i > 0 {
 			name = name[:i] // GOMAXPROCS suffix
+		}
+		if metrics["objects/s"] == "" {
+			if ns, err := strconv.ParseFloat(metrics["ns/op"], 64); err == nil && ns > 0 {
+				metrics["objects/s"] = strconv.FormatFloat(1e9/ns, 'f', 0, 64)
+			}
 		}
 		r.Add("go bench "+name, metrics["objects/s"]+" objects/s",
 			fmt.Sprintf("%s ns/op, %s B/op, %s allocs/op", metrics["ns/op"], metrics["B/op"], metrics["allocs/op"]))
