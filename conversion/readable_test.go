@@ -5,34 +5,22 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/task-operator/conversion/fuzzer"
+
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	taskv1 "example.com/task-operator/apis/v1"
 )
 
-// incompressible is n characters with no repetition gzip could use, from seed.
-func incompressible(seed, n int) string {
-	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
-	b := make([]byte, n)
-	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = letters[x%uint64(len(letters))]
-	}
-	return string(b)
-}
-
 // maximalShell fills every shell field at its schema limit with text that does not compress, and
 // escapes badly in JSON (<, >, &).
 func maximalShell(envs int) *taskv1.Task {
 	task := richHub(strings.Repeat("<&>", 65536/3))
-	task.Spec.Runner.Shell.Image = incompressible(0, 512)
+	task.Spec.Runner.Shell.Image = fuzzer.IncompressibleText(0, 512)
 	task.Spec.Runner.Shell.Env = nil
 	for i := range envs {
-		name := fmt.Sprintf("E%03d_%s", i, incompressible(i, 251))
-		task.Spec.Runner.Shell.Env = append(task.Spec.Runner.Shell.Env, taskv1.EnvVar{Name: name, Value: incompressible(1000+i, 4096)})
+		name := fmt.Sprintf("E%03d_%s", i, fuzzer.IncompressibleText(i, 251))
+		task.Spec.Runner.Shell.Env = append(task.Spec.Runner.Shell.Env, taskv1.EnvVar{Name: name, Value: fuzzer.IncompressibleText(1000+i, 4096)})
 	}
 	return task
 }

@@ -5,9 +5,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,10 +22,7 @@ var (
 	kube     client.Client
 )
 
-var suite struct {
-	once sync.Once
-	err  error
-}
+var suite = testenv.Fixture{Name: "e2e suite", Start: startSuite}
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
@@ -39,23 +33,16 @@ func TestMain(m *testing.M) {
 // and returns a namespace of the test's own.
 func setUp(tb testing.TB) string {
 	tb.Helper()
-	cp := testenv.Shared(tb)
-	suite.once.Do(func() { suite.err = startSuite(cp) })
-	if suite.err != nil {
-		tb.Fatalf("e2e suite: %v", suite.err)
-	}
+	suite.Use(tb)
 	return testenv.NewNamespace(tb, kube)
 }
 
 func startSuite(cp *testenv.ControlPlane) error {
 	ctx := context.Background()
 	cluster = cp
-	scheme, err := testenv.NewScheme()
-	if err != nil {
+	var err error
+	if kube, err = testenv.NewClient(cp.Config); err != nil {
 		return err
-	}
-	if kube, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-		return fmt.Errorf("client: %w", err)
 	}
 	if err := testenv.CreateNamespace(ctx, kube, testenv.OperatorNamespace); err != nil {
 		return err
@@ -69,13 +56,6 @@ func startSuite(cp *testenv.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	testenv.AtExit(func(failed bool) {
-		if failed {
-			fmt.Fprintf(os.Stderr, "--- operator log (tail) ---\n%s\n", operator.Tail(80))
-		}
-		if err := operator.Stop(15 * time.Second); err != nil {
-			fmt.Fprintf(os.Stderr, "stop the operator: %v\n", err)
-		}
-	})
+	operator.StopAtExit(80)
 	return testenv.WaitWebhooks(ctx, cp.Config, time.Minute)
 }

@@ -3,14 +3,12 @@ package migrate_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"example.com/task-operator/internal/testenv"
@@ -37,21 +35,19 @@ type testEnv struct {
 	upgrade *testenv.Upgrade
 }
 
-var shared struct {
-	once sync.Once
-	env  *testEnv
-	err  error
-}
+var (
+	shared  *testEnv
+	fixture = testenv.Fixture{Name: "test environment", Start: func(cp *testenv.ControlPlane) (err error) {
+		shared, err = newTestEnv(cp)
+		return err
+	}}
+)
 
 // cluster returns the shared test environment, starting it on first use.
 func cluster(t testing.TB) *testEnv {
 	t.Helper()
-	cp := testenv.Shared(t)
-	shared.once.Do(func() { shared.env, shared.err = newTestEnv(cp) })
-	if shared.err != nil {
-		t.Fatalf("test environment: %v", shared.err)
-	}
-	return shared.env
+	fixture.Use(t)
+	return shared
 }
 
 func newTestEnv(cp *testenv.ControlPlane) (*testEnv, error) {
@@ -62,13 +58,11 @@ func newTestEnv(cp *testenv.ControlPlane) (*testEnv, error) {
 	if env.kube, err = kubernetes.NewForConfig(env.cfg); err != nil {
 		return nil, err
 	}
-	if env.scheme, err = testenv.NewScheme(); err != nil {
-		return nil, err
-	}
-	c, err := client.New(env.cfg, client.Options{Scheme: env.scheme})
+	c, err := testenv.NewClient(env.cfg)
 	if err != nil {
 		return nil, err
 	}
+	env.scheme = c.Scheme()
 	for _, ns := range namespaces {
 		if err := testenv.CreateNamespace(ctx, c, ns); err != nil {
 			return nil, err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/task-operator/conversion/fuzzer"
+
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +51,7 @@ func request(t *testing.T, op admissionv1.Operation, subresource string, task *t
 func TestValidator(t *testing.T) {
 	huge := func(s *taskv1.TaskSpec) {
 		for i := range 64 {
-			s.Runner.Shell.Env = append(s.Runner.Shell.Env, taskv1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: randomText(i, 4096)})
+			s.Runner.Shell.Env = append(s.Runner.Shell.Env, taskv1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: fuzzer.IncompressibleText(i, 4096)})
 		}
 	}
 	tests := []struct {
@@ -84,20 +86,6 @@ func TestValidator(t *testing.T) {
 			}
 		})
 	}
-}
-
-// randomText is n bytes that do not compress: what a maximal object may hold.
-func randomText(seed, n int) string {
-	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
-	b := make([]byte, n)
-	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = letters[x%uint64(len(letters))]
-	}
-	return string(b)
 }
 
 func TestMutator(t *testing.T) {

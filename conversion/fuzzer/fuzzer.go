@@ -109,3 +109,18 @@ func positive(n int32) int32 {
 	}
 	return 1
 }
+
+// IncompressibleText is n characters from seed with no repetition gzip could use: what a Task
+// filled to its schema limits may hold, for tests of the preserved-fields annotation's size.
+func IncompressibleText(seed, n int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
+	b := make([]byte, n)
+	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = letters[x%uint64(len(letters))]
+	}
+	return string(b)
+}

@@ -10,8 +10,6 @@ package lossless_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,10 +33,7 @@ var (
 	kube     client.Client
 	dyn      dynamic.Interface
 	operator *testenv.Operator
-	suite    struct {
-		once sync.Once
-		err  error
-	}
+	suite    = testenv.Fixture{Name: "lossless suite", Start: startSuite}
 )
 
 func TestMain(m *testing.M) {
@@ -49,23 +44,16 @@ func TestMain(m *testing.M) {
 // setUp brings the suite up on first use and returns a namespace of the test's own.
 func setUp(tb testing.TB) string {
 	tb.Helper()
-	cp := testenv.Shared(tb)
-	suite.once.Do(func() { suite.err = startSuite(cp) })
-	if suite.err != nil {
-		tb.Fatalf("lossless suite: %v", suite.err)
-	}
+	suite.Use(tb)
 	return testenv.NewNamespace(tb, kube)
 }
 
 func startSuite(cp *testenv.ControlPlane) error {
 	ctx := context.Background()
 	cluster = cp
-	scheme, err := testenv.NewScheme()
-	if err != nil {
+	var err error
+	if kube, err = testenv.NewClient(cp.Config); err != nil {
 		return err
-	}
-	if kube, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-		return fmt.Errorf("client: %w", err)
 	}
 	if dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
@@ -92,12 +80,7 @@ func startSuite(cp *testenv.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	testenv.AtExit(func(failed bool) {
-		if failed {
-			fmt.Fprintf(os.Stderr, "--- operator log (tail) ---\n%s\n", operator.Tail(60))
-		}
-		_ = operator.Stop(15 * time.Second)
-	})
+	operator.StopAtExit(60)
 	return testenv.WaitWebhooks(ctx, cp.Config, 2*time.Minute)
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/task-operator/conversion/fuzzer"
+
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -307,7 +309,7 @@ func TestLargeTasksStayReadable(t *testing.T) {
 
 	var env []string
 	for i := range 64 {
-		env = append(env, fmt.Sprintf(`{"name":"E%d","value":%q}`, i, incompressible(i, 4096)))
+		env = append(env, fmt.Sprintf(`{"name":"E%d","value":%q}`, i, fuzzer.IncompressibleText(i, 4096)))
 	}
 	huge := fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"huge","namespace":%q},
 		"spec":{"runner":{"type":"Shell","shell":{"script":"x","env":[%s]}}}}`, ns, strings.Join(env, ","))
@@ -336,20 +338,6 @@ func TestConversionFailuresReachTheClient(t *testing.T) {
 	if strings.Contains(err.Error(), "unknown reason") {
 		t.Errorf("the client sees no reason: %v", err)
 	}
-}
-
-// incompressible is n characters gzip cannot shrink much.
-func incompressible(seed, n int) string {
-	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, n)
-	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = letters[x%uint64(len(letters))]
-	}
-	return string(b)
 }
 
 // TestStaleLastAppliedKeepsV1Fields: client-side kubectl apply at an old version, with a

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/task-operator/apis/install"
@@ -53,4 +54,17 @@ func Kubectl(ctx context.Context, kubeconfig string, stdin []byte, args ...strin
 		return out.String(), errOut.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return out.String(), errOut.String(), nil
+}
+
+// NewClient is a controller-runtime client for cfg knowing every version of Task.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
 }

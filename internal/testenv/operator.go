@@ -293,6 +293,19 @@ func (o *Operator) Stop(grace time.Duration) error { return o.proc.stop(grace) }
 // process is gone.
 func (o *Operator) Kill() error { return o.proc.kill() }
 
+// StopAtExit stops the operator when the test binary ends (AtExit), printing the last
+// tailLines of its log first when a test failed.
+func (o *Operator) StopAtExit(tailLines int) {
+	AtExit(func(failed bool) {
+		if failed {
+			fmt.Fprintf(os.Stderr, "--- operator %s log (tail) ---\n%s\n", o.Name(), o.Tail(tailLines))
+		}
+		if err := o.Stop(15 * time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the operator %s: %v\n", o.Name(), err)
+		}
+	})
+}
+
 // Metrics scrapes the process's metrics endpoint.
 func (o *Operator) Metrics(ctx context.Context) ([]Sample, error) {
 	return ScrapeMetrics(ctx, o.MetricsURL())

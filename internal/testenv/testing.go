@@ -163,3 +163,28 @@ func namespacePrefix(test string) string {
 	}
 	return p + "-"
 }
+
+// Fixture is what a test package builds once on the shared control plane (clients, an
+// operator, namespaces) before its first test: Use starts it on first call, and every later
+// call, from any test, gets the same outcome.
+type Fixture struct {
+	// Name says whose fixture failed.
+	Name string
+	// Start builds the fixture on the shared control plane.
+	Start func(cp *ControlPlane) error
+
+	once sync.Once
+	err  error
+}
+
+// Use returns the shared control plane once the fixture stands on it, failing the test
+// when it could not be built.
+func (f *Fixture) Use(t testing.TB) *ControlPlane {
+	t.Helper()
+	cp := Shared(t)
+	f.once.Do(func() { f.err = f.Start(cp) })
+	if f.err != nil {
+		t.Fatalf("%s: %v", f.Name, f.err)
+	}
+	return cp
+}
