@@ -1,7 +1,10 @@
 package conversion
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 
 	taskv1 "example.com/task-operator/apis/v1"
 )
@@ -248,7 +251,10 @@ func (l leaf) applyTo(doc map[string]any) {
 func (r spokeRules) hiddenLeaves(doc, patch map[string]any, at path, dropped []path, out *[]leaf) {
 	for key, value := range patch {
 		p := join(at, key)
-		if isBelowAny(p, dropped) {
+		if isBelowAny(p, dropped) || !hubPaths[p] {
+			// Not below a changed owner, and a field of the hub: a key no Task has would fail
+			// to decode, and trying each of thousands of invented keys costs a re-encoding of
+			// the whole body apiece.
 			continue
 		}
 		have, present := doc[key]
@@ -351,3 +357,40 @@ func fill(doc, patch map[string]any) {
 		}
 	}
 }
+
+// hubPaths are the paths of the hub's fields, objects and leaves alike: the only places a
+// hidden field can be. A value with its own JSON form (a time, a duration) and the elements of a
+// list are leaves.
+var hubPaths = func() map[path]bool {
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	paths := map[path]bool{}
+	var walk func(t reflect.Type, at path)
+	walk = func(t reflect.Type, at path) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case f.Anonymous && name == "":
+				walk(f.Type, at)
+			case name != "" && name != "-" && f.IsExported():
+				p := join(at, name)
+				paths[p] = true
+				walk(f.Type, p)
+			}
+		}
+	}
+	hub := reflect.TypeFor[taskv1.Task]()
+	for _, part := range []string{"Spec", "Status"} {
+		f, _ := hub.FieldByName(part)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		paths[path(name)] = true
+		walk(f.Type, path(name))
+	}
+	return paths
+}()

@@ -14,8 +14,66 @@ import (
 )
 
 // maxObjectBytes bounds one object of a ConversionReview: etcd refuses values over 1.5 MiB, so a
-// larger one is not a Task the apiserver could have stored.
+// larger one is not a Task the apiserver could have stored. It bounds every other value of the
+// review too, as it is read: the handler never buffers more than about one such value.
 const maxObjectBytes = 4 << 20
+
+// maxPendingBytes bounds the objects a review may send before its uid and desired version (the
+// apiserver sends those first): they must be kept until both are known.
+const maxPendingBytes = 2 * maxObjectBytes
+
+// errValueTooLarge is what reading a value of more than maxObjectBytes returns.
+var errValueTooLarge = fmt.Errorf("a JSON value of more than %d bytes", maxObjectBytes)
+
+// budget is a reader that lets one value of the review be read at a time: reset before each,
+// it fails once maxObjectBytes (and a read's slack) have been read since, so that json.Decoder,
+// which buffers a whole value before it returns it, cannot be made to buffer more.
+type budget struct {
+	r    io.Reader
+	left int
+}
+
+func (b *budget) reset() { b.left = maxObjectBytes + 64<<10 }
+
+func (b *budget) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errValueTooLarge
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= n
+	return n, err
+}
+
+// reviewDecoder reads a review a value at a time, each within the budget.
+type reviewDecoder struct {
+	dec    *json.Decoder
+	budget *budget
+}
+
+func newReviewDecoder(r io.Reader) reviewDecoder {
+	b := &budget{r: bufio.NewReaderSize(r, 64<<10)}
+	b.reset()
+	return reviewDecoder{dec: json.NewDecoder(b), budget: b}
+}
+
+// value decodes the next value into v.
+func (d reviewDecoder) value(v any) error {
+	d.budget.reset()
+	return d.dec.Decode(v)
+}
+
+func (d reviewDecoder) token() (json.Token, error) {
+	d.budget.reset()
+	return d.dec.Token()
+}
+
+func (d reviewDecoder) more() bool {
+	d.budget.reset()
+	return d.dec.More()
+}
 
 // NewHandler serves /convert: the CRD's conversion webhook. It streams the review: objects are
 // read, converted and written one at a time, so a LIST page of any size costs the memory of one
@@ -55,28 +113,33 @@ func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveReview reads the review from body and streams the converted objects to out.
 func serveReview(body io.Reader, out *responder) (review, error) {
 	var rv review
-	dec := json.NewDecoder(bufio.NewReaderSize(body, 64<<10))
+	dec := newReviewDecoder(body)
 	if err := expectDelim(dec, '{'); err != nil {
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
 	var pending []json.RawMessage // objects that came before the uid and desired version
-	for dec.More() {
+	for dec.more() {
 		key, err := nextKey(dec)
 		if err != nil {
 			return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 		}
 		switch key {
 		case "apiVersion":
-			err = dec.Decode(&rv.apiVersion)
+			err = dec.value(&rv.apiVersion)
 		case "kind":
-			err = dec.Decode(&rv.kind)
+			err = dec.value(&rv.kind)
 		case "request":
-			pending, err = serveRequest(dec, &rv, out)
+			var more []json.RawMessage
+			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
+			pending = append(pending, more...)
 		default:
 			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			err = dec.value(&skip)
 		}
 		if err != nil {
+			if key != "request" {
+				err = fmt.Errorf("malformed ConversionReview: %s: %w", key, err)
+			}
 			return rv, err
 		}
 	}
@@ -94,53 +157,70 @@ func serveReview(body io.Reader, out *responder) (review, error) {
 // serveRequest reads the request object; objects are converted as they arrive once the uid
 // and the desired version are known (the apiserver sends them first), and kept until then
 // otherwise.
-func serveRequest(dec *json.Decoder, rv *review, out *responder) ([]json.RawMessage, error) {
+func serveRequest(dec reviewDecoder, rv *review, out *responder, pendingBefore int) ([]json.RawMessage, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
 	var pending []json.RawMessage
-	for dec.More() {
+	for dec.more() {
 		key, err := nextKey(dec)
 		if err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 		}
 		switch key {
 		case "uid":
-			err = dec.Decode(&rv.uid)
+			err = dec.value(&rv.uid)
 		case "desiredAPIVersion":
-			if err = dec.Decode(&rv.desired); err == nil {
+			if err = dec.value(&rv.desired); err == nil {
 				rv.version = servedVersionOf(rv.desired)
 			}
 		case "objects":
-			pending, err = serveObjects(dec, rv, out)
+			var more []json.RawMessage
+			more, err = serveObjects(dec, rv, out, pendingBefore+pendingSize(pending))
+			pending = append(pending, more...)
 		default:
 			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			err = dec.value(&skip)
 		}
 		if err != nil {
+			if key != "objects" {
+				err = fmt.Errorf("malformed ConversionReview request: %s: %w", key, err)
+			}
 			return nil, err
 		}
 	}
-	_, err := dec.Token() // '}'
+	_, err := dec.token() // '}'
 	return pending, err
+}
+
+func pendingSize(pending []json.RawMessage) int {
+	n := 0
+	for _, raw := range pending {
+		n += len(raw)
+	}
+	return n
 }
 
 // serveObjects converts the objects as they arrive, or returns them when they came before the
 // uid or the desired version.
-func serveObjects(dec *json.Decoder, rv *review, out *responder) ([]json.RawMessage, error) {
+func serveObjects(dec reviewDecoder, rv *review, out *responder, pendingBefore int) ([]json.RawMessage, error) {
 	if err := expectDelim(dec, '['); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
 	}
 	var pending []json.RawMessage
-	for i := 0; dec.More(); i++ {
+	pendingBytes := pendingBefore
+	for i := 0; dec.more(); i++ {
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		if err := dec.value(&raw); err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview object %d: %w", i, err)
 		}
 		if len(raw) > maxObjectBytes {
 			return nil, fmt.Errorf("object %d is %d bytes, over the %d a Task can have", i, len(raw), maxObjectBytes)
 		}
 		if rv.uid == "" || rv.desired == "" {
+			if pendingBytes += len(raw); pendingBytes > maxPendingBytes {
+				return nil, fmt.Errorf("malformed ConversionReview: more than %d bytes of objects before the uid and desiredAPIVersion", maxPendingBytes)
+			}
 			pending = append(pending, raw)
 			continue
 		}
@@ -148,7 +228,7 @@ func serveObjects(dec *json.Decoder, rv *review, out *responder) ([]json.RawMess
 			return nil, err
 		}
 	}
-	_, err := dec.Token() // ']'
+	_, err := dec.token() // ']'
 	return pending, err
 }
 
@@ -243,8 +323,8 @@ func quote(s string) string {
 	return string(b)
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
+func expectDelim(dec reviewDecoder, want json.Delim) error {
+	tok, err := dec.token()
 	if err != nil {
 		return err
 	}
@@ -254,8 +334,8 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 	return nil
 }
 
-func nextKey(dec *json.Decoder) (string, error) {
-	tok, err := dec.Token()
+func nextKey(dec reviewDecoder) (string, error) {
+	tok, err := dec.token()
 	if err != nil {
 		return "", err
 	}
