@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -179,9 +180,9 @@ func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, e
 }
 
 // restoreHidden adds to the pure body of an edited spoke the hidden fields of p that the edit
-// leaves standing: never a value the spoke says (the edit wins), nothing inside a container the
-// spoke removed, nothing below an owner whose value changed, and nothing that would change what
-// the spoke says (a preserved value may only be one the spoke cannot express).
+// leaves standing, and gives the visible fields the edit did not touch back their hub spelling:
+// never a value that changes what the spoke says (the edit wins), nothing inside a container
+// the spoke removed, nothing below an owner whose value changed.
 func (s spoke) restoreHidden(pureBody, canonical body, p *preserved) (body, error) {
 	var leaves []leaf
 	s.rules.hiddenLeaves(pureBody, p.Patch, "", s.rules.changedOwners(p, pureBody), &leaves)
@@ -196,7 +197,17 @@ func (s spoke) restoreHidden(pureBody, canonical body, p *preserved) (body, erro
 	if s.says(all) == says {
 		return all, nil
 	}
-	// Some preserved value would change what the spoke says: keep the others, one by one.
+	// Some value would change what the spoke says: keep the others, one by one. Hidden fields
+	// go first, so that a respelling is judged against the body they make.
+	slices.SortStableFunc(leaves, func(a, b leaf) int {
+		switch {
+		case a.respelled == b.respelled:
+			return 0
+		case a.respelled:
+			return 1
+		}
+		return -1
+	})
 	kept := deepCopy(pureBody).(body)
 	for _, l := range leaves {
 		candidate := deepCopy(kept).(body)
@@ -225,6 +236,8 @@ func (s spoke) says(b body) string {
 type leaf struct {
 	at    path
 	value any
+	// respelled: the spoke shows this field, and the value is how the hub had it spelled.
+	respelled bool
 }
 
 func (l leaf) applyTo(doc map[string]any) {
@@ -246,8 +259,10 @@ func (l leaf) applyTo(doc map[string]any) {
 	cur[last] = deepCopy(l.value)
 }
 
-// hiddenLeaves collects the leaves of patch that doc lacks, outside removed containers and
-// changed owners.
+// hiddenLeaves collects the leaves of patch outside removed containers and changed owners:
+// those doc lacks (hidden fields), and those doc has in another form or should not have at all
+// (respelled: a visible field the spoke renders in its own way, such as a duration's spelling,
+// a sub-second time or an empty string the spoke omits).
 func (r spokeRules) hiddenLeaves(doc, patch map[string]any, at path, dropped []path, out *[]leaf) {
 	for key, value := range patch {
 		p := join(at, key)
@@ -263,7 +278,9 @@ func (r spokeRules) hiddenLeaves(doc, patch map[string]any, at path, dropped []p
 		switch {
 		case patchIsObj && haveIsObj:
 			r.hiddenLeaves(haveObj, sub, p, dropped, out)
-		case present, value == nil, r.isContainer(p):
+		case r.isContainer(p), value == nil && !present:
+		case present:
+			*out = append(*out, leaf{at: p, value: value, respelled: true})
 		default:
 			*out = append(*out, leaf{at: p, value: value})
 		}
