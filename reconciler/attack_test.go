@@ -1,0 +1,82 @@
+package reconciler
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// TestAttackStaleTaskCacheReRunsAttempt: a second replica takes over (or the Task watch lags
+// behind the Job watch) and its cache still shows an earlier stored status of the Task: the one
+// that recorded attempt 1's failure and a retry due, written just before the Task's finalizer
+// went. Meanwhile attempt 2 ran, succeeded, was recorded and released, and its TTL deleted its
+// Job. Deciding from the cached Task without confirming it is current, the replica creates
+// t-0-2 again: the deterministic name protects only while the Job exists, so a succeeded attempt
+// executes a second time (the status write that follows fails with a conflict, too late).
+func TestAttackStaleTaskCacheReRunsAttempt(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	var stale *v1.Task
+	inner := e.r.client.(client.WithWatch)
+	e.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			if task, ok := obj.(*v1.Task); ok && stale == nil && task.Status.CurrentRun != nil &&
+				task.Status.CurrentRun.Attempt == 1 && task.Status.CurrentRun.Outcome == v1.RunFailed {
+				stale = e.task(t) // the version the status write made, the Task finalizer still on
+			}
+			return nil
+		},
+	})
+
+	e.reconcile(t) // attempt 1
+	e.clock.SetTime(at(10))
+	e.finishJob(t, "t-0-1", batchv1.JobFailed, "BackoffLimitExceeded")
+	e.reconcile(t) // failure recorded, retry at 11
+	if stale == nil || !slices.Contains(stale.Finalizers, v1.FinalizerJobs) {
+		t.Fatalf("no snapshot of the status write with the finalizer on: %+v", stale)
+	}
+	e.clock.SetTime(at(11))
+	e.reconcile(t) // attempt 2
+	e.clock.SetTime(at(20))
+	e.finishJob(t, "t-0-2", batchv1.JobComplete, "")
+	e.reconcile(t) // success recorded, t-0-2 released
+	if got := e.task(t).Status; got.Phase != v1.PhaseSucceeded || got.Attempts != 2 {
+		t.Fatalf("after attempt 2: %s attempts %d", got.Phase, got.Attempts)
+	}
+	if err := e.c.Delete(context.Background(), e.job(t, "t-0-2")); err != nil { // its TTL
+		t.Fatal(err)
+	}
+	created := 0
+	// The other replica: no expectations, a Task cache that still shows the stale version.
+	e.r.expect = newExpectations(0)
+	e.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if task, ok := obj.(*v1.Task); ok {
+				stale.DeepCopyInto(task)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			created++
+			return nil
+		},
+	})
+	e.clock.SetTime(at(30))
+	_, _ = e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key})
+	if created > 0 {
+		t.Errorf("a replica deciding from a stale cached Task created %d Job(s), Jobs now %v: attempt 2, which succeeded, runs again", created, e.jobNames(t))
+	}
+}
