@@ -224,6 +224,9 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		return nil
 	}
 	run := *s.plan.create
+	if err := r.confirmCurrent(ctx, s.task); err != nil {
+		return err
+	}
 	job := buildJob(s.task, r.opts, run)
 	err := r.client.Create(ctx, job)
 	switch {
@@ -255,6 +258,23 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		s.jobs = append(s.jobs, observeJob(s.task.Name, job))
 	}
 	sortJobs(s.jobs)
+	return nil
+}
+
+// confirmCurrent reads the Task from the API server before a Job is created and refuses to go on
+// if the stored Task is newer than the one decided from. The cache of another replica that just
+// took over, or a Task watch lagging behind the Job watch, can show a status older than the
+// stored one (a retry still due whose attempt has since run, succeeded and been deleted by its
+// TTL); the expectations only cover this process's own writes, and a Job's deterministic name
+// only protects while the Job exists, so creating from such a status would run an attempt again.
+func (r *Reconciler) confirmCurrent(ctx context.Context, task *v1.Task) error {
+	live := &v1.Task{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(task), live); err != nil {
+		return fmt.Errorf("confirm task %s is current before creating a job: %w", task.Name, err)
+	}
+	if live.UID != task.UID || live.ResourceVersion != task.ResourceVersion {
+		return fmt.Errorf("task %s changed since it was read (resourceVersion %s, stored %s): deciding again", task.Name, task.ResourceVersion, live.ResourceVersion)
+	}
 	return nil
 }
 
