@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -113,5 +114,42 @@ func TestAttackTooManyMissedIgnoresDeadline(t *testing.T) {
 	}
 	if ev, ok := p.missedEvent(); ok && ev.Reason == v1.EventTooManyMissedTimes {
 		t.Errorf("startingDeadlineSeconds 60, away 3h: %s %q; a CronJob counts only the times within the deadline and warns of none", ev.Reason, ev.Note)
+	}
+}
+
+// TestAttackEarlierIncarnationJobsStuck: a Task was deleted with its finalizer patched away by
+// hand (the README's remedy when the operator was removed first) and created again under the same
+// name (a GitOps tool re-applies it) before the operator saw it gone. The earlier Task's Jobs
+// still hold FinalizerRunOutcome; the garbage collector deletes them (their owner's UID is
+// gone), and they stay Terminating for ever: releaseOrphans runs only when no Task of that name
+// exists, and the new Task's reconciles skip Jobs that are not its own. Only the Job whose name
+// the new Task happens to reuse (t-0-1) is let go.
+func TestAttackEarlierIncarnationJobsStuck(t *testing.T) {
+	e := newFakeEnv(t, newTask())
+	earlier := newTask(func(t *v1.Task) { t.UID = "earlier-uid" })
+	for _, n := range []int32{1, 2} {
+		job := buildJob(earlier, e.r.opts, runID{Attempt: n})
+		if err := e.c.Create(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Delete(context.Background(), job); err != nil { // the garbage collector
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		e.clock.SetTime(at(i * 10))
+		_, _ = e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key})
+	}
+	if got := e.task(t).Status; got.CurrentRun == nil || got.CurrentRun.Job.Name != "t-0-1" {
+		t.Fatalf("the new Task did not start: %+v", got)
+	}
+	var jobs batchv1.JobList
+	if err := e.c.List(context.Background(), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if owner := metav1.GetControllerOf(&j); owner != nil && owner.UID == "earlier-uid" && slices.Contains(j.Finalizers, v1.FinalizerRunOutcome) {
+			t.Errorf("Job %s of the earlier Task still holds %s (deleting: %v): it stays Terminating for ever", j.Name, v1.FinalizerRunOutcome, j.DeletionTimestamp != nil)
+		}
 	}
 }
