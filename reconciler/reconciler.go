@@ -126,6 +126,9 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 			names[job.Name] = true
 		}
 	}
+	if err := r.releaseEarlier(ctx, client.ObjectKeyFromObject(s.task), orphansOf(s.task.Name, s.task.UID, list.Items)); err != nil {
+		return true, err
+	}
 	settle := r.expect.settle(s.task, names, s.now)
 	if settle.wait > 0 {
 		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", settle.wait)
