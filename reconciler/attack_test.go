@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -151,5 +152,27 @@ func TestAttackEarlierIncarnationJobsStuck(t *testing.T) {
 		if owner := metav1.GetControllerOf(&j); owner != nil && owner.UID == "earlier-uid" && slices.Contains(j.Finalizers, v1.FinalizerRunOutcome) {
 			t.Errorf("Job %s of the earlier Task still holds %s (deleting: %v): it stays Terminating for ever", j.Name, v1.FinalizerRunOutcome, j.DeletionTimestamp != nil)
 		}
+	}
+}
+
+// TestAttackReplacedRunReportedFailedAfterRestart: policy Replace deleted the active Job of the
+// run for 60s and started the run for 120s, and the operator restarted (or the status write
+// conflicted) before the status recorded it. "Replaced" lived only in that reconcile's memory,
+// so the next one judges the deleted Job as "deleted before it finished": Failed=True,
+// Ready=False, a RunFailed Event, lastError set, although the README says a run deleted by
+// Replace is not reported as failed.
+func TestAttackReplacedRunReportedFailedAfterRestart(t *testing.T) {
+	s60 := jobName("t", runID{Scheduled: at(60), Attempt: 1})
+	task := newTask(scheduled(v1.ReplaceConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(s60),
+		ActiveJobs: []v1.JobReference{*ref(s60)}, LastScheduleTime: mtime(60), CurrentRun: run(60, 1, v1.RunActive, 0),
+		ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}}))
+	old := schedJob(60, 1, jobActive, 0)
+	old.Deleting, old.Finished = true, at(120) // deleted by the Replace, as read after a restart
+	st := computeStatus(task, []observedJob{old, schedJob(120, 1, jobActive, 0)}, at(130))
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+		t.Errorf("the replaced run is reported failed after a restart: Failed=True %s %q, lastError %q", c.Reason, c.Message, st.LastError)
+	}
+	if !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionReady) {
+		t.Errorf("Ready is not True after a Replace: %+v", meta.FindStatusCondition(st.Conditions, v1.ConditionReady))
 	}
 }
