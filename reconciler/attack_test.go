@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -156,19 +157,35 @@ func TestAttackEarlierIncarnationJobsStuck(t *testing.T) {
 }
 
 // TestAttackReplacedRunReportedFailedAfterRestart: policy Replace deleted the active Job of the
-// run for 60s and started the run for 120s, and the operator restarted (or the status write
-// conflicted) before the status recorded it. "Replaced" lived only in that reconcile's memory,
-// so the next one judges the deleted Job as "deleted before it finished": Failed=True,
-// Ready=False, a RunFailed Event, lastError set, although the README says a run deleted by
-// Replace is not reported as failed.
+// run for 60s and started the run for 120s, and the status write that would have recorded it was
+// lost (a conflict, or the operator was killed). "Replaced" lived only in that reconcile's memory,
+// so after a restart the deleted Job reads "deleted before it finished": Failed=True,
+// Ready=False, lastError set, although the README says a run deleted by Replace is not reported
+// as failed.
 func TestAttackReplacedRunReportedFailedAfterRestart(t *testing.T) {
+	e := newFakeEnv(t, newTask(scheduled(v1.ReplaceConcurrent)))
+	e.clock.SetTime(at(61))
+	e.reconcile(t) // the run for 60s
 	s60 := jobName("t", runID{Scheduled: at(60), Attempt: 1})
-	task := newTask(scheduled(v1.ReplaceConcurrent), withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(s60),
-		ActiveJobs: []v1.JobReference{*ref(s60)}, LastScheduleTime: mtime(60), CurrentRun: run(60, 1, v1.RunActive, 0),
-		ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}}))
-	old := schedJob(60, 1, jobActive, 0)
-	old.Deleting, old.Finished = true, at(120) // deleted by the Replace, as read after a restart
-	st := computeStatus(task, []observedJob{old, schedJob(120, 1, jobActive, 0)}, at(130))
+	if got := e.task(t).Status; got.CurrentRun == nil || got.CurrentRun.Job.Name != s60 {
+		t.Fatalf("no run for 60s: %+v", got)
+	}
+	inner := e.r.client.(client.WithWatch)
+	e.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return errors.New("the operator was killed before the status write")
+		},
+	})
+	e.clock.SetTime(at(121))
+	_, _ = e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key}) // Replace, status lost
+	if j := e.job(t, s60); j.DeletionTimestamp == nil {
+		t.Fatalf("Replace did not delete %s", s60)
+	}
+	e.r.client, e.r.expect = inner, newExpectations(0) // a restart
+	e.clock.SetTime(at(140))
+	e.reconcile(t)
+	e.reconcile(t)
+	st := e.task(t).Status
 	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 		t.Errorf("the replaced run is reported failed after a restart: Failed=True %s %q, lastError %q", c.Reason, c.Message, st.LastError)
 	}
