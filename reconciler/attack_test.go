@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -182,7 +183,8 @@ func TestAttackReplacedRunReportedFailedAfterRestart(t *testing.T) {
 		t.Fatalf("Replace did not delete %s", s60)
 	}
 	e.r.client, e.r.expect = inner, newExpectations(0) // a restart
-	e.clock.SetTime(at(140))
+	// The fake API server stamps deletions with the wall clock: judge the deleted Job after it.
+	e.clock.SetTime(time.Now().Add(deletionSettleTime + time.Second))
 	e.reconcile(t)
 	e.reconcile(t)
 	st := e.task(t).Status
