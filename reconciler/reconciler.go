@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,6 +209,9 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 // finalizer keeps them readable until the status records them.
 func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.replace {
+		if err := r.markReplaced(ctx, s, o.Name, jobName(s.task.Name, *s.plan.create)); err != nil {
+			return err
+		}
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
@@ -216,6 +220,17 @@ func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 		}
 		r.record(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
+	}
+	return nil
+}
+
+// markReplaced annotates a Job about to be deleted by policy Replace, so that a reconcile after a
+// restart or a lost status write still knows its run was replaced rather than failed.
+func (r *Reconciler) markReplaced(ctx context.Context, s *scope, name, by string) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: s.task.Namespace, Name: name}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1.AnnotationReplacedBy, by)
+	if err := r.client.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark job %s replaced: %w", name, err)
 	}
 	return nil
 }
