@@ -175,6 +175,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 		r.protectJobs,
 		r.releaseJobs,
 		r.syncSuspend,
+		r.confirmCurrent,
 		r.replaceActive,
 		r.startRun,
 		r.pruneHistory,
@@ -242,9 +243,6 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		return nil
 	}
 	run := *s.plan.create
-	if err := r.confirmCurrent(ctx, s.task); err != nil {
-		return err
-	}
 	job := buildJob(s.task, r.opts, run)
 	err := r.client.Create(ctx, job)
 	switch {
@@ -285,7 +283,12 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 // stored one (a retry still due whose attempt has since run, succeeded and been deleted by its
 // TTL); the expectations only cover this process's own writes, and a Job's deterministic name
 // only protects while the Job exists, so creating from such a status would run an attempt again.
-func (r *Reconciler) confirmCurrent(ctx context.Context, task *v1.Task) error {
+// It runs before anything a new run needs (Replace's deletions included), and only then.
+func (r *Reconciler) confirmCurrent(ctx context.Context, s *scope) error {
+	if s.plan.create == nil {
+		return nil
+	}
+	task := s.task
 	live := &v1.Task{}
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(task), live); err != nil {
 		return fmt.Errorf("confirm task %s is current before creating a job: %w", task.Name, err)
