@@ -151,6 +151,9 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 // analysis knows: the current run, or the one it replaced in this reconcile.
 func latestFinished(a analysis) (runPhase, *record) {
 	if a.phase.finished() {
+		if a.rec.replaced {
+			return runNone, nil // ended by Replace, which is not an outcome
+		}
 		return a.phase, a.rec
 	}
 	if p := a.previous; p != nil && !p.replaced {

@@ -177,14 +177,27 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) e
 		client.MatchingLabels{v1.LabelTaskName: labelValue(key.Name)}); err != nil {
 		return fmt.Errorf("list jobs of deleted task %s: %w", key, err)
 	}
+	return r.releaseEarlier(ctx, key, orphansOf(key.Name, "", list.Items))
+}
+
+// orphansOf are the Jobs holding FinalizerRunOutcome whose controller is a Task named name other
+// than the incarnation current (any incarnation when current is empty).
+func orphansOf(name string, current types.UID, jobs []batchv1.Job) []batchv1.Job {
 	var orphans []batchv1.Job
-	for _, job := range list.Items {
+	for _, job := range jobs {
 		owner := metav1.GetControllerOf(&job)
-		if owner != nil && owner.Kind == v1.Kind && owner.Name == key.Name &&
+		if owner != nil && owner.Kind == v1.Kind && owner.Name == name && (current == "" || owner.UID != current) &&
 			controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
 			orphans = append(orphans, job)
 		}
 	}
+	return orphans
+}
+
+// releaseEarlier lets go the orphans whose owning Task is confirmed gone by a live read: none of
+// that name exists, or the one that does is another incarnation (a Task deleted with its
+// finalizer removed by hand and created again before the operator saw it gone).
+func (r *Reconciler) releaseEarlier(ctx context.Context, key client.ObjectKey, orphans []batchv1.Job) error {
 	if len(orphans) == 0 {
 		return nil
 	}

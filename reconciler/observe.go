@@ -99,6 +99,8 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 		Deleting:  job.DeletionTimestamp != nil,
 		Protected: controllerutil.ContainsFinalizer(job, v1.FinalizerRunOutcome),
 	}
+	// A scheduled run's Job that policy Replace deleted says so (see AnnotationReplacedBy).
+	o.Replaced = o.Run.isScheduled() && job.DeletionTimestamp != nil && job.Annotations[v1.AnnotationReplacedBy] != ""
 	if job.DeletionTimestamp != nil {
 		// Until a terminal condition says otherwise, a Job being deleted ended then.
 		o.Finished = job.DeletionTimestamp.Time

@@ -31,6 +31,11 @@ type plan struct {
 	// base is where the count of missed times started (the previous run, or when the schedule
 	// began to apply).
 	base time.Time
+	// deadlineBounded says startingDeadlineSeconds starts later than base; missedInDeadline
+	// then counts only the missed times within it, which is what a CronJob counts and what
+	// decides TooManyMissedTimes (lowering the deadline is the remedy its Event advises).
+	deadlineBounded  bool
+	missedInDeadline int32
 }
 
 // planRuns decides what to do now, from the analysis of the Task's stored status and Jobs.
@@ -89,12 +94,19 @@ func planSchedule(p *plan, task *v1.Task, a analysis, now time.Time) {
 	p.create = &runID{Scheduled: latest, Attempt: 1}
 	p.scheduled = latest
 	p.missed, p.base = missedBetween(a.sched, a.base, latest), a.base
+	if from := deadlineStart(now, sched.StartingDeadlineSeconds); from.After(a.base) {
+		p.deadlineBounded, p.missedInDeadline = true, missedBetween(a.sched, from, latest)
+	}
 }
 
 // missedEvent is the Event a start that superseded missed schedule times deserves.
 func (p plan) missedEvent() (eventSpec, bool) {
+	many := p.missed > tooManyMissed
+	if p.deadlineBounded {
+		many = p.missedInDeadline > tooManyMissed
+	}
 	switch {
-	case p.missed > tooManyMissed:
+	case many:
 		return warning(v1.EventTooManyMissedTimes, "Schedule", fmt.Sprintf(
 			"%d schedule times passed without a run since %s (more than %d); started the run for %s. Check the clock, the schedule or set a lower startingDeadlineSeconds",
 			p.missed, p.base.UTC().Format(time.RFC3339), tooManyMissed, p.scheduled.UTC().Format(time.RFC3339))), true

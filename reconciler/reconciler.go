@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,6 +127,9 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 			names[job.Name] = true
 		}
 	}
+	if err := r.releaseEarlier(ctx, client.ObjectKeyFromObject(s.task), orphansOf(s.task.Name, s.task.UID, list.Items)); err != nil {
+		return true, err
+	}
 	settle := r.expect.settle(s.task, names, s.now)
 	if settle.wait > 0 {
 		s.log.V(1).Info("waiting for the cache to show a created Job", "timeout", settle.wait)
@@ -171,6 +175,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 		r.protectJobs,
 		r.releaseJobs,
 		r.syncSuspend,
+		r.confirmCurrent,
 		r.replaceActive,
 		r.startRun,
 		r.pruneHistory,
@@ -205,6 +210,9 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 // finalizer keeps them readable until the status records them.
 func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.replace {
+		if err := r.markReplaced(ctx, s, o.Name, jobName(s.task.Name, *s.plan.create)); err != nil {
+			return err
+		}
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
@@ -213,6 +221,17 @@ func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 		}
 		r.record(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
+	}
+	return nil
+}
+
+// markReplaced annotates a Job about to be deleted by policy Replace, so that a reconcile after a
+// restart or a lost status write still knows its run was replaced rather than failed.
+func (r *Reconciler) markReplaced(ctx context.Context, s *scope, name, by string) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: s.task.Namespace, Name: name}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1.AnnotationReplacedBy, by)
+	if err := r.client.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark job %s replaced: %w", name, err)
 	}
 	return nil
 }
@@ -255,6 +274,28 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 		s.jobs = append(s.jobs, observeJob(s.task.Name, job))
 	}
 	sortJobs(s.jobs)
+	return nil
+}
+
+// confirmCurrent reads the Task from the API server before a Job is created and refuses to go on
+// if the stored Task is newer than the one decided from. The cache of another replica that just
+// took over, or a Task watch lagging behind the Job watch, can show a status older than the
+// stored one (a retry still due whose attempt has since run, succeeded and been deleted by its
+// TTL); the expectations only cover this process's own writes, and a Job's deterministic name
+// only protects while the Job exists, so creating from such a status would run an attempt again.
+// It runs before anything a new run needs (Replace's deletions included), and only then.
+func (r *Reconciler) confirmCurrent(ctx context.Context, s *scope) error {
+	if s.plan.create == nil {
+		return nil
+	}
+	task := s.task
+	live := &v1.Task{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(task), live); err != nil {
+		return fmt.Errorf("confirm task %s is current before creating a job: %w", task.Name, err)
+	}
+	if live.UID != task.UID || live.ResourceVersion != task.ResourceVersion {
+		return fmt.Errorf("task %s changed since it was read (resourceVersion %s, stored %s): deciding again", task.Name, task.ResourceVersion, live.ResourceVersion)
+	}
 	return nil
 }
 

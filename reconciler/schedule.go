@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"math"
 	"time"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -97,8 +98,21 @@ func clampInt32(n int64) int32 { return int32(min(n, 1<<31-1)) }
 
 // tooLate reports whether a run scheduled for t may no longer start at now.
 func tooLate(t, now time.Time, startingDeadlineSeconds *int64) bool {
-	if startingDeadlineSeconds == nil {
-		return false
+	if startingDeadlineSeconds == nil || *startingDeadlineSeconds > maxDeadlineSeconds {
+		return false // a deadline past what a Duration holds (292 years) is none in practice
 	}
 	return now.Sub(t) > time.Duration(*startingDeadlineSeconds)*time.Second
+}
+
+// maxDeadlineSeconds is the largest startingDeadlineSeconds a time.Duration can hold; the API
+// sets no maximum, and a larger one would overflow to a negative deadline.
+const maxDeadlineSeconds = int64(math.MaxInt64 / int64(time.Second))
+
+// deadlineStart is the earliest schedule time that may still start at now: now minus the
+// starting deadline; zero without one.
+func deadlineStart(now time.Time, startingDeadlineSeconds *int64) time.Time {
+	if startingDeadlineSeconds == nil || *startingDeadlineSeconds > maxDeadlineSeconds {
+		return time.Time{}
+	}
+	return now.Add(-time.Duration(*startingDeadlineSeconds) * time.Second)
 }

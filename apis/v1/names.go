@@ -38,6 +38,10 @@ const (
 	LabelAttempt = "task.example.com/attempt"
 	// AnnotationScheduledTime is the scheduled time (RFC 3339) of a scheduled Task's run.
 	AnnotationScheduledTime = "task.example.com/scheduled-time"
+	// AnnotationReplacedBy is put on an active Job just before concurrency policy Replace
+	// deletes it; its value is the Job of the run that replaces it. It says, durably, that the
+	// run ended by being replaced, not by failing.
+	AnnotationReplacedBy = "task.example.com/replaced-by"
 
 	// FinalizerJobs is on a Task only while it protects something: a run whose Job may exist
 	// and whose outcome the status does not record yet, or a Job still holding
