@@ -2,6 +2,9 @@ package config_test
 
 import (
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -222,6 +225,68 @@ func TestAttackChartLongNames(t *testing.T) {
 			if errs := validation.IsDNS1035Label(o.Metadata.Name); len(errs) != 0 {
 				t.Errorf("release %q %v: Service %q is not a valid name: %v", tt.release, tt.values, o.Metadata.Name, errs)
 			}
+		}
+	}
+}
+
+// TestAttackUndeployLeavesMigrationRBAC: the README's upgrade runs `make migrate`, which
+// applies config/migration: a ServiceAccount and Job in the operator's namespace, and a
+// ClusterRole and ClusterRoleBinding that may update every Task in the cluster and the CRD's
+// status. `make undeploy` ("then everything make deploy installed") deletes the namespace, but
+// the cluster-scoped pair survives it: after the uninstall, a binding that grants rights over all
+// Tasks to system:serviceaccount:task-operator-system:task-operator-migrate is left behind, for
+// whoever creates that ServiceAccount next. Run `make undeploy` with a kubectl that records what
+// it is asked to delete.
+func TestAttackUndeployLeavesMigrationRBAC(t *testing.T) {
+	real, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl")
+	}
+	bin := t.TempDir()
+	deleted := filepath.Join(bin, "deleted.yaml")
+	fake := `#!/usr/bin/env bash
+# Records what would be deleted; the CRD is "there" so that the Tasks are deleted first.
+case "$1" in
+get) exit 0 ;;
+delete)
+  prev=""
+  for a in "$@"; do
+    if [[ "$prev" == "-k" ]]; then ` + real + ` kustomize "$a" >>` + deleted + `; echo --- >>` + deleted + `; fi
+    if [[ "$prev" == "-f" ]]; then cat "$a" >>` + deleted + `; echo --- >>` + deleted + `; fi
+    prev="$a"
+  done
+  exit 0 ;;
+esac
+exit 0
+`
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "undeploy")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make undeploy: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(deleted)
+	if err != nil {
+		t.Fatalf("make undeploy deleted nothing: %v", err)
+	}
+	gone := map[string]bool{}
+	for _, doc := range docSeparator.Split(string(data), -1) {
+		var o object
+		if strings.TrimSpace(doc) == "" || yaml.Unmarshal([]byte(doc), &o) != nil || o.Kind == "" {
+			continue
+		}
+		gone[o.Kind+"/"+o.Metadata.Name] = true
+	}
+	for _, o := range render(t, "migration") {
+		if clusterScoped[o.Kind] && !gone[o.Kind+"/"+o.Metadata.Name] {
+			t.Errorf("`make migrate` creates %s, which `make undeploy` leaves in the cluster", o)
 		}
 	}
 }
