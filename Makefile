@@ -126,8 +126,8 @@ deploy: ## Deploy config/default with the image IMG to the current kubectl conte
 	kubectl apply --server-side -k .cache/deploy
 
 .PHONY: undeploy
-undeploy: ## Delete every Task (while the operator still runs to finish them), then everything make deploy made.
-	hack/undeploy.sh .cache/deploy config/default
+undeploy: ## Delete every Task (while the operator still runs to finish them), then everything make deploy and make migrate made.
+	hack/undeploy.sh .cache/deploy config/default config/migration
 
 MIGRATE_TIMEOUT ?= 30m
 
