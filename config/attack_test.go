@@ -14,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -130,7 +129,6 @@ func checkWiring(t *testing.T, objs rendered) {
 			t.Errorf("the manager (ServiceAccount %s/%s) may not update %s %q: the CA cannot be injected or the certificate stored", ns, sa, w.resource, w.name)
 		}
 	}
-	_ = corev1.Secret{}
 }
 
 // TestAttackOuterOverlayNamePrefix: a user's own overlay on top of config/default (the README's
