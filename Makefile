@@ -126,18 +126,17 @@ deploy: ## Deploy config/default with the image IMG to the current kubectl conte
 	kubectl apply --server-side -k .cache/deploy
 
 .PHONY: undeploy
-undeploy: ## Delete every Task (while the operator still runs to finish them), then everything make deploy made.
-	hack/undeploy.sh .cache/deploy config/default
+undeploy: ## Delete every Task (while the operator still runs to finish them), then everything make deploy and make migrate made.
+	hack/undeploy.sh .cache/deploy config/default config/migration
 
 MIGRATE_TIMEOUT ?= 30m
 
 .PHONY: migrate
-migrate: ## Run task-operator migrate in the cluster as a Job (config/migration, image IMG); waits and prints its log.
+migrate: ## Run task-operator migrate in the cluster as a Job (config/migration, image IMG); waits until it completes or fails and prints its log.
 	hack/overlay.sh $(IMG) config/migration .cache/migration
 	kubectl -n task-operator-system delete job task-operator-migrate --ignore-not-found --wait=true
 	kubectl apply --server-side -k .cache/migration
-	kubectl -n task-operator-system wait --for=condition=Complete job/task-operator-migrate --timeout=$(MIGRATE_TIMEOUT)
-	-kubectl -n task-operator-system logs job/task-operator-migrate
+	hack/wait-job.sh task-operator-system task-operator-migrate $(MIGRATE_TIMEOUT)
 
 .PHONY: deploy-render
 deploy-render: ## Render config/default with kustomize.

@@ -89,11 +89,16 @@ func (e *env) uninstall(block string) {
 	if err := e.c.Get(ctx, client.ObjectKey{Name: crdName}, &crd); !apierrors.IsNotFound(err) {
 		t.Errorf("CRD after uninstall: %v", err)
 	}
-	for _, name := range []string{"task-operator-manager-role", "task-operator-metrics-reader", "task-operator-task-editor-role"} {
+	for _, name := range []string{"task-operator-manager-role", "task-operator-metrics-reader", "task-operator-task-editor-role", "task-operator-migrate-role"} {
 		var role rbacv1.ClusterRole
 		if err := e.c.Get(ctx, client.ObjectKey{Name: name}, &role); !apierrors.IsNotFound(err) {
 			t.Errorf("ClusterRole %s after uninstall: %v", name, err)
 		}
+	}
+	// make migrate (the upgrade step) bound its ClusterRole to a ServiceAccount of the namespace.
+	var binding rbacv1.ClusterRoleBinding
+	if err := e.c.Get(ctx, client.ObjectKey{Name: "task-operator-migrate-rolebinding"}, &binding); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding task-operator-migrate-rolebinding after uninstall: %v", err)
 	}
 	e.eventually("namespace "+operatorNamespace+" to be gone", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		var ns corev1.Namespace

@@ -1,10 +1,12 @@
+{{- /* At most 28 characters: the longest name derived from it, <fullname>-controller-manager-metrics-service,
+must stay a valid Service name (63). */ -}}
 {{- define "task-operator.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 28 | trimSuffix "-" -}}
 {{- else if contains "task-operator" .Release.Name -}}
-{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 28 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-task-operator" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- printf "%s-task-operator" .Release.Name | trunc 28 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
