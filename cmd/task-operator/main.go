@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	_ "time/tzdata" // schedules name IANA time zones; distroless images have no zoneinfo
@@ -22,11 +23,13 @@ func main() {
 
 func run(args []string) int {
 	command, rest := "manager", args
-	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
-		command = "version"
-	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		command, rest = args[0], args[1:]
+	}
+	// --version answers after any command too (task-operator manager --version), as users of
+	// an image whose entrypoint names the command expect.
+	if slices.ContainsFunc(rest, func(a string) bool { return a == "--version" || a == "-version" }) {
+		command = "version"
 	}
 	switch command {
 	case "manager":
