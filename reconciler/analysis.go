@@ -42,7 +42,8 @@ type record struct {
 	// retryAt is when the next attempt is due; zero when none follows.
 	retryAt time.Time
 	// replaced says the attempt ended because a newer run replaced it (policy Replace); it is
-	// only known in the reconcile that replaced it, and is not a failure worth reporting.
+	// known only when the record is settled from the deleted Job (it is not stored), and is not
+	// a failure worth reporting; its retry is still decided (see recordOutcome).
 	replaced bool
 }
 
@@ -135,13 +136,20 @@ func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 // recordOutcome takes in how r ended. A newly failed attempt decides now whether, and when, a
 // retry follows; lastError says why the latest finished attempt failed, and a success clears
 // it. A failure already stored keeps the message and the retry time stored with it.
+//
+// An attempt policy Replace cut short is not a failure worth reporting (lastError stays), but it
+// did not finish its run either, so its retry is decided like that of any attempt deleted before
+// it finished: while the schedule is in force the due time that replaced it supersedes the retry
+// (retryable), and should that run never start before the schedule is removed (the operator
+// stopped between the deletion and the creation), the replaced run goes on with its retries
+// instead of ending Failed after one attempt.
 func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observedJob) {
 	switch {
-	case r == nil || r.replaced:
+	case r == nil:
 	case r.outcome == v1.RunSucceeded:
 		a.lastError = ""
 	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
-		if j := findJob(jobs, r.job.Name); j != nil {
+		if j := findJob(jobs, r.job.Name); j != nil && !r.replaced {
 			a.lastError = j.failure()
 		}
 		if canRetry(task, r.run.Attempt) {

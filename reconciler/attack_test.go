@@ -195,3 +195,58 @@ func TestAttackReplacedRunReportedFailedAfterRestart(t *testing.T) {
 		t.Errorf("Ready is not True after a Replace: %+v", meta.FindStatusCondition(st.Conditions, v1.ConditionReady))
 	}
 }
+
+// TestAttackReplacedRunFailsWhenScheduleRemoved: the chaos test's cron-089 (issue #14). Policy
+// Replace deleted the active Job of the run for 60s and the operator stopped before it created
+// the Job of the run for 120s; the schedule was removed before the operator came back. The run
+// for 60s, now the Task's only run, ended Failed after one attempt with two retries left
+// ("retries exhausted"), though it was cut short, not finished: its retry must follow.
+func TestAttackReplacedRunFailsWhenScheduleRemoved(t *testing.T) {
+	e := newFakeEnv(t, newTask(scheduled(v1.ReplaceConcurrent)))
+	e.clock.SetTime(at(61))
+	e.reconcile(t) // the run for 60s
+	s60 := jobName("t", runID{Scheduled: at(60), Attempt: 1})
+	inner := e.r.client.(client.WithWatch)
+	e.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return errors.New("the operator was killed before the create")
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return errors.New("the operator was killed before the status write")
+		},
+	})
+	e.clock.SetTime(at(121))
+	_, _ = e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key}) // Replace, then killed
+	if j := e.job(t, s60); j.DeletionTimestamp == nil {
+		t.Fatalf("Replace did not delete %s", s60)
+	}
+	task := e.task(t)
+	task.Spec.Schedule = nil
+	if err := e.c.Update(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	e.r.client, e.r.expect = inner, newExpectations(0) // a restart
+	// The fake API server stamps deletions with the wall clock: judge the deleted Job after it.
+	now := time.Now().Add(deletionSettleTime + time.Second).Truncate(time.Second)
+	e.clock.SetTime(now)
+	e.reconcile(t)
+	st := e.task(t).Status
+	if st.Phase == v1.PhaseRetrying { // the backoff counts from the deletion
+		e.clock.SetTime(st.NextRunTime.Time)
+		e.reconcile(t)
+		st = e.task(t).Status
+	}
+	if st.Phase != v1.PhaseRunning || st.Attempts != 2 {
+		t.Fatalf("after the schedule was removed: %s attempts %d, want the replaced run's retry (attempt 2) running; conditions %+v",
+			st.Phase, st.Attempts, st.Conditions)
+	}
+	s60retry := jobName("t", runID{Scheduled: at(60), Attempt: 2})
+	if names := e.jobNames(t); !slices.Contains(names, s60retry) {
+		t.Fatalf("Jobs %v: want the retry %s of the replaced run", names, s60retry)
+	}
+	e.finishJob(t, s60retry, batchv1.JobComplete, "")
+	e.reconcile(t)
+	if st := e.task(t).Status; st.Phase != v1.PhaseSucceeded || st.Attempts != 2 {
+		t.Errorf("after the retry succeeded: %s attempts %d", st.Phase, st.Attempts)
+	}
+}

@@ -87,6 +87,14 @@ func schedJob(s int, n int32, state jobState, finishedAt int) observedJob {
 	return j
 }
 
+// replacedJob is attempt n of the run scheduled at second s, deleted by policy Replace at second
+// deletedAt before it finished.
+func replacedJob(s int, n int32, deletedAt int) observedJob {
+	j := schedJob(s, n, jobActive, 0)
+	j.Deleting, j.Replaced, j.Finished = true, true, at(deletedAt)
+	return j
+}
+
 func ref(name string) *v1.JobReference { return &v1.JobReference{Name: name, UID: "job-uid"} }
 
 // run is the stored record of attempt n of the run scheduled at second s (0: one-shot).

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -348,5 +349,62 @@ func TestPlanThenStatus(t *testing.T) {
 	jobs = nil
 	if run := step(at(100)); run != nil || task.Status.Phase != v1.PhaseSucceeded {
 		t.Fatalf("after TTL: created %+v, phase %s", run, task.Status.Phase)
+	}
+}
+
+// TestReplacedRunWithoutSuccessor is the chaos test's cron-089 (issue #14): policy Replace
+// deleted the active Job of the run for 60s, and the Job of the run for 120s was never created
+// (the operator was killed in between, or the create failed). With the schedule in force the
+// next reconcile starts the run for 120s, which supersedes the replaced run; once the schedule is
+// removed first, the replaced run is the Task's only run and was cut short, not finished: it
+// goes on with its retries, as an attempt deleted before it finished does, rather than ending
+// Failed after one attempt with retries left.
+func TestReplacedRunWithoutSuccessor(t *testing.T) {
+	for _, storedBetween := range []bool{false, true} {
+		for _, removed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("status stored after the Replace %v, schedule removed %v", storedBetween, removed), func(t *testing.T) {
+				task := newTask(scheduled(v1.ReplaceConcurrent))
+				var jobs []observedJob
+				step := func(now time.Time) *runID {
+					a := analyze(task, jobs, now)
+					p := planRuns(task, a, jobs, now)
+					if p.create != nil {
+						jobs = append(jobs, observedJob{Name: jobName(task.Name, *p.create), Run: *p.create, Created: now, State: jobActive, Protected: true})
+					}
+					task.Status = roundTrip(t, computeStatus(task, jobs, now))
+					return p.create
+				}
+				if run := step(at(60)); run == nil || !run.Scheduled.Equal(at(60)) {
+					t.Fatalf("at 60 created %+v, want the run for 60s", run)
+				}
+				// At 120 Replace deletes the run for 60s; its successor's Job is never created.
+				p := planRuns(task, analyze(task, jobs, at(120)), jobs, at(120))
+				if p.create == nil || !p.create.Scheduled.Equal(at(120)) || len(p.replace) != 1 {
+					t.Fatalf("at 120 planned create %+v, replace %v; want the run for 120s replacing the one for 60s", p.create, p.replace)
+				}
+				jobs[0].Deleting, jobs[0].Replaced, jobs[0].Finished = true, true, at(120)
+				if storedBetween { // the create failed with an error: the status is still written
+					task.Status = roundTrip(t, computeStatus(task, jobs, at(120)))
+				}
+				if removed {
+					task.Spec.Schedule = nil
+				}
+				run := step(at(121))
+				if !removed {
+					if run == nil || !run.Scheduled.Equal(at(120)) || run.Attempt != 1 {
+						t.Fatalf("with the schedule in force, created %+v; want the run for 120s", run)
+					}
+					return
+				}
+				if run == nil || !run.Scheduled.Equal(at(60)) || run.Attempt != 2 {
+					t.Fatalf("schedule removed: created %+v, status %s attempts %d (%s); want attempt 2 of the run for 60s",
+						run, task.Status.Phase, task.Status.Attempts, task.Status.LastError)
+				}
+				jobs[1].State, jobs[1].Finished = jobSucceeded, at(125)
+				if run := step(at(125)); run != nil || task.Status.Phase != v1.PhaseSucceeded || task.Status.Attempts != 2 {
+					t.Fatalf("after the retry succeeded: created %+v, %s attempts %d", run, task.Status.Phase, task.Status.Attempts)
+				}
+			})
+		}
 	}
 }

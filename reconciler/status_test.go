@@ -437,6 +437,18 @@ func TestComputeStatus(t *testing.T) {
 			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "failed"},
 		},
 		{
+			// Chaos test of issue #14 (cron-089): Replace deleted the latest run's Job, the
+			// operator stopped before the new run's Job was created, and the schedule was removed
+			// before it came back. The run was not finished: its attempt was cancelled, and its
+			// retries remain (not Failed after one attempt with retries left).
+			name: "schedule removed after Replace deleted the latest run's Job, before the new run started",
+			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRunning, Attempts: 1, LastJob: ref(s60), LastScheduleTime: mtime(60),
+				ActiveJobs: []v1.JobReference{*ref(s60)}, CurrentRun: run(60, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{replacedJob(60, 1, 120)},
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(121), run: retrying(60, 1, 120, 121),
+				conditions: oneShotConds("Retrying")},
+		},
+		{
 			name: "schedule removed before it ever ran: the Task runs once",
 			task: newTask(withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseScheduled, NextRunTime: mtime(60)})),
 			want: wantStatus{phase: v1.PhasePending, conditions: oneShotConds("Pending")},
