@@ -414,10 +414,12 @@ func (c *chaos) check(ctx context.Context) *chaosReport {
 	byTask := map[string][]jobSeen{}
 	names := map[string]int{}
 	attempts := map[string]int{}
+	taskOf := map[string]string{}
 	for _, j := range seen {
 		byTask[j.Task] = append(byTask[j.Task], j)
 		names[j.Name]++
 		attempts[j.runKey()]++
+		taskOf[j.runKey()], taskOf[j.Name] = j.Task, j.Task
 		r.jobs++
 		switch j.Outcome {
 		case "Complete":
@@ -437,12 +439,12 @@ func (c *chaos) check(ctx context.Context) *chaosReport {
 	}
 	for key, n := range attempts {
 		if n > 1 {
-			r.violate(&r.twice, "%s ran %d times", key, n)
+			r.violate(&r.twice, "%s ran %d times [Jobs %s]", key, n, describeJobs(byTask[taskOf[key]]))
 		}
 	}
 	for name, n := range names {
 		if n > 1 {
-			r.violate(&r.twice, "Job name %s used %d times", name, n)
+			r.violate(&r.twice, "Job name %s used %d times [Jobs %s]", name, n, describeJobs(byTask[taskOf[name]]))
 		}
 	}
 	for i := range tasks.Items {
@@ -466,13 +468,17 @@ func (c *chaos) check(ctx context.Context) *chaosReport {
 // checkTask checks one Task's end state against its Jobs, oldest first.
 func (c *chaos) checkTask(r *chaosReport, task *v1.Task, kind chaosKind, jobs []jobSeen) {
 	st := task.Status
+	// Every violation names what it was judged from: the Task's Jobs and its run record.
+	violate := func(counter *int, format string, args ...any) {
+		r.violate(counter, format+" [%s]", append(args, describeTask(task, jobs))...)
+	}
 	r.runs += len(runsOf(jobs))
 	for _, run := range runsOf(jobs) {
 		// Once an attempt completed, the run is done: no later attempt.
 		done := ""
 		for _, j := range run {
 			if done != "" {
-				r.violate(&r.rerunAfterSuccess, "%s: %s ran after %s completed", task.Name, j.Name, done)
+				violate(&r.rerunAfterSuccess, "%s: %s ran after %s completed", task.Name, j.Name, done)
 			}
 			if j.Outcome == "Complete" {
 				done = j.Name
@@ -480,7 +486,7 @@ func (c *chaos) checkTask(r *chaosReport, task *v1.Task, kind chaosKind, jobs []
 		}
 	}
 	if len(task.Finalizers) > 0 {
-		r.violate(&r.finalizersLeft, "Task %s still holds %v", task.Name, task.Finalizers)
+		violate(&r.finalizersLeft, "Task %s still holds %v", task.Name, task.Finalizers)
 	}
 	switch st.Phase {
 	case v1.PhaseSucceeded:
@@ -488,38 +494,38 @@ func (c *chaos) checkTask(r *chaosReport, task *v1.Task, kind chaosKind, jobs []
 	case v1.PhaseFailed:
 		r.failed++
 	default:
-		r.violate(&r.wrongEnd, "%s ended %s", task.Name, st.Phase)
+		violate(&r.wrongEnd, "%s ended %s", task.Name, st.Phase)
 		return
 	}
 	if len(jobs) == 0 {
-		r.violate(&r.wrongEnd, "%s is %s without any Job", task.Name, st.Phase)
+		violate(&r.wrongEnd, "%s is %s without any Job", task.Name, st.Phase)
 		return
 	}
 	latest := latestOf(jobs)
 	current := runsOf(jobs)[len(runsOf(jobs))-1]
 	switch {
 	case st.CurrentRun == nil || st.CurrentRun.Job.Name != latest.Name || st.CurrentRun.Job.UID != latest.UID:
-		r.violate(&r.statusLies, "%s: currentRun %+v, but its newest Job is %s", task.Name, st.CurrentRun, latest.Name)
+		violate(&r.statusLies, "%s: currentRun %+v, but its newest Job is %s", task.Name, st.CurrentRun, latest.Name)
 	case strconv.Itoa(int(st.Attempts)) != latest.Attempt || st.Attempts != st.CurrentRun.Attempt:
-		r.violate(&r.statusLies, "%s: attempts %d, currentRun.attempt %d, newest Job %s is attempt %s", task.Name, st.Attempts, st.CurrentRun.Attempt, latest.Name, latest.Attempt)
+		violate(&r.statusLies, "%s: attempts %d, currentRun.attempt %d, newest Job %s is attempt %s", task.Name, st.Attempts, st.CurrentRun.Attempt, latest.Name, latest.Attempt)
 	case st.Phase == v1.PhaseSucceeded && latest.Outcome != "Complete":
-		r.violate(&r.statusLies, "%s: Succeeded, but its last Job %s did not complete (%s)", task.Name, latest.Name, latest)
+		violate(&r.statusLies, "%s: Succeeded, but its last Job %s did not complete (%s)", task.Name, latest.Name, latest)
 	case st.Phase == v1.PhaseFailed && slices.ContainsFunc(current, func(j jobSeen) bool { return j.Outcome == "Complete" }):
-		r.violate(&r.statusLies, "%s: Failed, but a Job of its run completed", task.Name)
+		violate(&r.statusLies, "%s: Failed, but a Job of its run completed", task.Name)
 	case st.Phase == v1.PhaseFailed && st.Attempts != chaosMaxRetries+1:
-		r.violate(&r.statusLies, "%s: Failed after %d attempts, maxRetries is %d", task.Name, st.Attempts, chaosMaxRetries)
+		violate(&r.statusLies, "%s: Failed after %d attempts, maxRetries is %d", task.Name, st.Attempts, chaosMaxRetries)
 	}
 	if kind == kindOnce || kind == kindFlaky || kind == kindDoomed {
 		// A one-shot Task has one run: its attempts are its Jobs.
 		if len(runsOf(jobs)) != 1 || len(jobs) != int(st.Attempts) {
-			r.violate(&r.statusLies, "%s: %d Jobs in %d runs for %d attempts", task.Name, len(jobs), len(runsOf(jobs)), st.Attempts)
+			violate(&r.statusLies, "%s: %d Jobs in %d runs for %d attempts", task.Name, len(jobs), len(runsOf(jobs)), st.Attempts)
 		}
 	}
 	wantKind := map[v1.Phase]bool{v1.PhaseSucceeded: kind != kindDoomed, v1.PhaseFailed: kind == kindDoomed || kind == kindCron}
 	if !wantKind[st.Phase] && !(kind != kindDoomed && st.Phase == v1.PhaseFailed && allAttemptsDeletedOrFailed(current)) {
-		r.violate(&r.wrongEnd, "%s (%s) ended %s", task.Name, kind, st.Phase)
+		violate(&r.wrongEnd, "%s (%s) ended %s", task.Name, kind, st.Phase)
 	}
-	c.checkConditions(r, task)
+	c.checkConditions(r, task, violate)
 }
 
 // allAttemptsDeletedOrFailed: a Task meant to succeed may end Failed if the chaos deleted or
@@ -528,7 +534,9 @@ func allAttemptsDeletedOrFailed(run []jobSeen) bool {
 	return len(run) == chaosMaxRetries+1 && !slices.ContainsFunc(run, func(j jobSeen) bool { return j.Outcome == "Complete" })
 }
 
-func (c *chaos) checkConditions(r *chaosReport, task *v1.Task) {
+// checkConditions checks the conditions and kstatus of a Task that ended; violate counts in r's
+// counters.
+func (c *chaos) checkConditions(r *chaosReport, task *v1.Task, violate func(counter *int, format string, args ...any)) {
 	st := task.Status
 	want := map[string]metav1.ConditionStatus{}
 	wantK := kstatus.CurrentStatus
@@ -540,11 +548,11 @@ func (c *chaos) checkConditions(r *chaosReport, task *v1.Task) {
 	}
 	for typ, s := range want {
 		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Status != s || c.ObservedGeneration != task.Generation {
-			r.violate(&r.statusLies, "%s (%s): condition %s = %+v, want %s at generation %d", task.Name, st.Phase, typ, c, s, task.Generation)
+			violate(&r.statusLies, "%s (%s): condition %s = %+v, want %s at generation %d", task.Name, st.Phase, typ, c, s, task.Generation)
 		}
 	}
 	if got, err := kstatusOf(task); err != nil || got != wantK {
-		r.violate(&r.statusLies, "%s (%s): kstatus %s, want %s", task.Name, st.Phase, got, wantK)
+		violate(&r.statusLies, "%s (%s): kstatus %s, want %s", task.Name, st.Phase, got, wantK)
 	}
 }
 
@@ -574,6 +582,37 @@ func latestOf(jobs []jobSeen) jobSeen {
 	runs := runsOf(jobs)
 	last := runs[len(runs)-1]
 	return last[len(last)-1]
+}
+
+// describeTask is what a violation is judged from: the Task's phase and run record, and every
+// Job seen for it (name, attempt, outcome, deleted), oldest run first.
+func describeTask(task *v1.Task, jobs []jobSeen) string {
+	st := task.Status
+	rec := "none"
+	if cr := st.CurrentRun; cr != nil {
+		rec = fmt.Sprintf("scheduled %s attempt %d job %s outcome %s finished %s retry %s",
+			formatTime(cr.ScheduledTime), cr.Attempt, cr.Job.Name, cr.Outcome, formatTime(cr.FinishTime), formatTime(cr.RetryTime))
+	}
+	return fmt.Sprintf("phase %s, attempts %d, lastError %q, currentRun {%s}; Jobs %s",
+		st.Phase, st.Attempts, st.LastError, rec, describeJobs(jobs))
+}
+
+// describeJobs lists a Task's Jobs as seen (name, attempt, outcome, deleted), oldest run first.
+func describeJobs(jobs []jobSeen) string {
+	var seen []string
+	for _, run := range runsOf(jobs) {
+		for _, j := range run {
+			seen = append(seen, j.String())
+		}
+	}
+	return strings.Join(seen, ", ")
+}
+
+func formatTime(t *metav1.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func atoi(s string) int {

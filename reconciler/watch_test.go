@@ -36,6 +36,8 @@ type jobSeen struct {
 	Pods map[types.UID]bool
 	// PodSucceeded says one of its pods ended Succeeded.
 	PodSucceeded bool
+	// ReplacedBy is the Job policy Replace deleted it for (its replaced-by annotation).
+	ReplacedBy string
 }
 
 // runKey names an attempt of a run of a Task: what must never execute twice.
@@ -117,6 +119,9 @@ func (w *jobWatch) job(obj any, deleted bool) {
 	}
 	if v, ok := job.Annotations[v1.AnnotationScheduledTime]; ok {
 		j.Scheduled = v
+	}
+	if v, ok := job.Annotations[v1.AnnotationReplacedBy]; ok {
+		j.ReplacedBy = v
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && j.Outcome == "" {
@@ -241,5 +246,13 @@ func (w *jobWatch) checkOnce(t *testing.T) {
 }
 
 func (j jobSeen) String() string {
-	return fmt.Sprintf("%s(attempt %s, %s, deleted %v, %d pods)", j.Name, j.Attempt, j.Outcome, j.Deleted, len(j.Pods))
+	outcome := j.Outcome
+	if outcome == "" {
+		outcome = "no outcome"
+	}
+	s := fmt.Sprintf("%s(attempt %s, %s, deleted %v, %d pods", j.Name, j.Attempt, outcome, j.Deleted, len(j.Pods))
+	if j.ReplacedBy != "" {
+		s += ", replaced by " + j.ReplacedBy
+	}
+	return s + ")"
 }
