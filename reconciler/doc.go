@@ -15,6 +15,8 @@
 //   - conditions.go: the conditions, kstatus' Reconciling and Stalled included
 //   - plan.go:       what to do now: create, replace, suspend, prune, release (planRuns)
 //   - events.go:     which Events a status transition deserves (transitionEvents)
+//   - kueue.go:      queued Tasks (spec.queueName): Kueue's labels, why a Job waits (its
+//     Workload's conditions), whether Kueue's API is served
 //
 // The reconciler (reconciler.go) reads from the manager's cache, reads past it what the cache
 // cannot vouch for (lookup.go), runs a short list of phase functions over a scope, and patches
@@ -43,6 +45,9 @@
 //
 // Limits, by design:
 //
+//   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not an
+//     admitted one (Kueue would unsuspend the Job again).
+
 //   - A Job whose labels a policy strips is invisible to the cache. It is found as long as the
 //     status or the expectations name it; if the operator dies between creating it and
 //     recording it, and the next decision differs (a spec change, a passed starting deadline),
