@@ -19,15 +19,15 @@ import (
 )
 
 // TestKueueAdmitsPlainJob checks the infrastructure alone: a plain suspended batch/v1 Job with
-// Kueue's queue label waits while its ClusterQueue is full, and Kueue admits and unsuspends it
-// once quota frees up.
+// Kueue's queue label waits while its ClusterQueue is full (a first Job that runs until deleted
+// holds the quota), and Kueue admits and unsuspends it once that Job is gone.
 func TestKueueAdmitsPlainJob(t *testing.T) {
 	ns := setUp(t)
 	ctx := t.Context()
-	queue := newQueue(t, ns, "1", "Never")
+	queue := newQueue(t, ns, quota(1), "Never")
 
-	first := plainJob(ns, "first", queue, "1", "3")
-	second := plainJob(ns, "second", queue, "1", "1")
+	first := plainJob(ns, "first", queue, podCPU, "600")
+	second := plainJob(ns, "second", queue, podCPU, "1")
 	for _, j := range []*batchv1.Job{first, second} {
 		if err := kube.Create(ctx, j); err != nil {
 			t.Fatal(err)
@@ -40,25 +40,25 @@ func TestKueueAdmitsPlainJob(t *testing.T) {
 			return false, errors.Join(errA, errB)
 		}
 		if *a.Spec.Suspend || !*b.Spec.Suspend {
-			return false, fmt.Errorf("first suspended=%v, second suspended=%v", suspended(a), suspended(b))
+			return false, fmt.Errorf("first suspended=%v (succeeded %d, failed %d), second suspended=%v (succeeded %d, failed %d)",
+				suspended(a), a.Status.Succeeded, a.Status.Failed, suspended(b), b.Status.Succeeded, b.Status.Failed)
 		}
 		return true, nil
 	})
-	wl := workloadOf(t, ns, second)
-	if reason := conditionReason(wl, "QuotaReserved"); reason != "Pending" {
-		t.Errorf("second Job's Workload: QuotaReserved reason %q, want Pending", reason)
+	testenv.Eventually(t, 30*time.Second, "the second Job's Workload waits for quota", func(ctx context.Context) (bool, error) {
+		wl := workloadOf(t, ns, second)
+		reason := conditionReason(wl, "QuotaReserved")
+		return reason == "Pending", fmt.Errorf("QuotaReserved reason %q, want Pending", reason)
+	})
+	if err := kube.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "both Jobs complete", func(ctx context.Context) (bool, error) {
-		for _, name := range []string{"first", "second"} {
-			j, err := getJob(ctx, ns, name)
-			if err != nil {
-				return false, err
-			}
-			if j.Status.Succeeded != 1 {
-				return false, fmt.Errorf("job %s not complete", name)
-			}
+	testenv.Eventually(t, time.Minute, "the second Job admitted and complete", func(ctx context.Context) (bool, error) {
+		j, err := getJob(ctx, ns, "second")
+		if err != nil {
+			return false, err
 		}
-		return true, nil
+		return j.Status.Succeeded == 1, fmt.Errorf("second suspended=%s, %d succeeded", suspended(j), j.Status.Succeeded)
 	})
 }
 
