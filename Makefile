@@ -56,7 +56,7 @@ build: ## Build bin/task-operator (--version says VERSION).
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/task-operator ./cmd/task-operator
 
 .PHONY: controlplane
-controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and Kueue.
 	hack/controlplane.sh
 
 .PHONY: test
@@ -81,8 +81,8 @@ cluster-down: ## Stop the local control plane.
 	go run ./hack/cluster down --dir $(CLUSTER_DIR)
 
 .PHONY: run
-run: controlplane build ## Run the operator on a local control plane with sample Tasks (Ctrl-C stops everything).
-	hack/run.sh
+run: controlplane build ## Run the operator on a local control plane with sample Tasks (QUEUES=1: and Kueue, with queued samples; Ctrl-C stops everything).
+	QUEUES=$(QUEUES) hack/run.sh
 
 ##@ Deployment
 

@@ -59,6 +59,8 @@ var sizeFlags = []struct {
 	{"seed", "seed of the kill times", []string{"kill"}, seed},
 	{"failover-tasks", "Tasks created around the leader's death", []string{"failover"}, tasks},
 	{"rolling-tasks", "Tasks read during the rolling restart", []string{"rolling"}, tasks},
+	{"queue-tasks", "queued Tasks (and as many plain Jobs) through the queue", []string{"queue"}, tasks},
+	{"queue-pods", "pods the queue's ClusterQueue admits at once", []string{"queue"}, reps},
 }
 
 // sizeField is one field of scenario.Size as a flag sets it.
@@ -214,7 +216,9 @@ func sizeUsage(usage, name string, field sizeField) string {
 // the context.
 func runScenarios(ctx context.Context, cfg *config, stderr io.Writer) ([]*scenario.Result, int, error) {
 	fmt.Fprintf(stderr, "starting the control plane (%d fake nodes)\n", cfg.nodes)
-	cp, err := testenv.Start(ctx, testenv.Options{Full: true, Nodes: cfg.nodes, StartTimeout: 4 * time.Minute})
+	opts := harness.ControlPlaneOptions(cfg.nodes)
+	opts.StartTimeout = 4 * time.Minute
+	cp, err := testenv.Start(ctx, opts)
 	if err != nil {
 		return nil, 0, err
 	}

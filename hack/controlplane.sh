@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the local control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok) from the pinned Go modules in hack/tools into bin/controlplane.
-# The build is skipped when a stamp of go.mod, go.sum and the Go version still matches.
+# kube-scheduler, kwok) from the pinned Go modules in hack/tools into bin/controlplane, then
+# Kueue (hack/kueue.sh). Each build is skipped when its stamp (go.mod, go.sum, the Go
+# version) still matches.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${CONTROLPLANE_BIN:-$root/bin/controlplane}"
 tools="$root/hack/tools"
 stamp_file="$out/.stamp"
+export CONTROLPLANE_BIN="$out"
 
 stamp="$(cat "$tools/go.mod" "$tools/go.sum" <(go version) | sha256sum | cut -d' ' -f1)"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
@@ -18,7 +20,7 @@ all_present() {
 
 if [[ -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]] && all_present; then
   echo "control plane binaries up to date in $out"
-  exit 0
+  exec "$root/hack/kueue.sh"
 fi
 
 mkdir -p "$out"
@@ -55,3 +57,4 @@ chmod -R u+w "$out/kwok-stages"
 
 echo "$stamp" > "$stamp_file"
 echo "control plane binaries built in $(( $(date +%s) - start ))s"
+exec "$root/hack/kueue.sh"

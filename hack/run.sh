@@ -2,6 +2,8 @@
 # make run: a local control plane, the operator running on this machine with its webhooks on
 # loopback, as the manager's ServiceAccount, and the sample Tasks at all three apiVersions. Ctrl-C stops everything it started.
 # RUN_EXIT_WHEN_DONE=1 stops once the samples have succeeded (used by tests and CI smoke runs).
+# QUEUES=1 also installs Kueue (its manager as a stand-in pod: needs root and ip) and applies
+# config/samples/queues: a ClusterQueue, a LocalQueue, two priorities and four queued Tasks.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,8 +28,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
-up_output="$(go run ./hack/cluster up --dir "$cluster_dir")"
+queues="${QUEUES:-}"
+[[ "$queues" == "0" ]] && queues=""
+up_flags=()
+if [[ -n "$queues" ]]; then
+  up_flags+=(--kueue --timeout=6m)
+  echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) and Kueue"
+else
+  echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
+fi
+up_output="$(go run ./hack/cluster up --dir "$cluster_dir" "${up_flags[@]}")"
 echo "$up_output"
 export_line="$(grep '^export KUBECONFIG=' <<<"$up_output" | tail -1)"
 eval "$export_line"
@@ -95,6 +105,11 @@ cat "$state/apply.out"
 $applied || exit 1
 
 one_shot=(sample-v1alpha1 sample-v1beta1 sample-v1 sample-http)
+if [[ -n "$queues" ]]; then
+  echo "==> applying the queue samples (config/samples/queues)"
+  kubectl apply --server-side -k config/samples/queues
+  one_shot+=(queued-report-1 queued-report-2 queued-report-3 queued-hotfix)
+fi
 echo "==> waiting for the one-shot samples to succeed"
 for _ in $(seq 1 120); do
   kubectl get tasks.v1.example.com -o wide
@@ -120,6 +135,13 @@ Try:
   kubectl get jobs,pods -l task.example.com/name
   kubectl get events --field-selector involvedObject.kind=Task
   curl -s http://127.0.0.1:8080/metrics | grep ^taskoperator_
+EOT
+if [[ -n "$queues" ]]; then cat <<EOT
+  kubectl get clusterqueues,localqueues,workloads
+  kubectl get tasks -l e2e.example.com/run-seconds -o custom-columns=NAME:.metadata.name,PHASE:.status.phase,ADMITTED:.status.currentRun.admittedTime
+EOT
+fi
+cat <<EOT
 
 The operator log is $state/operator.log. Press Ctrl-C to stop everything.
 EOT

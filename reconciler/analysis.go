@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,9 @@ type record struct {
 	job      v1.JobReference
 	outcome  v1.RunOutcome
 	finished time.Time
+	// admitted is when Kueue last admitted the attempt's Job (queued Tasks); zero while it
+	// waits.
+	admitted time.Time
 	// retryAt is when the next attempt is due; zero when none follows.
 	retryAt time.Time
 	// replaced says the attempt ended because a newer run replaced it (policy Replace); it is
@@ -57,6 +61,7 @@ func (r *record) toAPI() *v1.RunRecord {
 		Job:           r.job,
 		Outcome:       r.outcome,
 		FinishTime:    timePtr(r.finished),
+		AdmittedTime:  timePtr(r.admitted),
 		RetryTime:     timePtr(r.retryAt),
 	}
 }
@@ -70,6 +75,7 @@ func recordFromAPI(rr *v1.RunRecord) *record {
 		job:      rr.Job,
 		outcome:  rr.Outcome,
 		finished: timeOf(rr.FinishTime),
+		admitted: timeOf(rr.AdmittedTime),
 		retryAt:  timeOf(rr.RetryTime),
 	}
 }
@@ -77,8 +83,10 @@ func recordFromAPI(rr *v1.RunRecord) *record {
 // analysis is what the Task's stored status and its Jobs say, before anything is done. Both the
 // status (computeStatus) and the next actions (planRuns) are read off it.
 type analysis struct {
-	// invalid is why the spec cannot run (a schedule that does not parse).
-	invalid error
+	// invalid is why the spec cannot run (a schedule that does not parse, a queue without
+	// Kueue); invalidReason is the conditions' reason for it.
+	invalid       error
+	invalidReason string
 
 	// rec is the current run once the Jobs are folded into the stored record; nil: none yet.
 	rec *record
@@ -92,6 +100,8 @@ type analysis struct {
 	lastError string
 	// active are the Jobs still running, of any run.
 	active []observedJob
+	// waiting is the current attempt's Job while it waits in its Kueue queue, else nil.
+	waiting *observedJob
 
 	// Scheduled Tasks only.
 	sched    v1.CronSchedule
@@ -109,8 +119,14 @@ type analysis struct {
 
 // analyze reads the Task's stored status and its Jobs (everything the controller knows of
 // them). It is pure; now stands in for the end of an attempt that no Job records (a Job that
-// disappeared) and for when a newly added schedule begins.
+// disappeared) and for when a newly added schedule begins. Kueue's API is taken as served.
 func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
+	return analyzeIn(task, jobs, now, true)
+}
+
+// analyzeIn is analyze in a cluster that does or does not serve Kueue's API: without it a Task
+// with spec.queueName cannot start a run.
+func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed bool) analysis {
 	a := analysis{lastError: task.Status.LastError}
 	for _, j := range jobs {
 		if j.active() || j.unjudged(now) {
@@ -129,7 +145,17 @@ func analyze(task *v1.Task, jobs []observedJob, now time.Time) analysis {
 	if task.Spec.Schedule != nil {
 		a.analyzeSchedule(task, now)
 	}
+	if task.Spec.QueueName != "" && !kueueServed && a.invalid == nil {
+		a.invalid = fmt.Errorf("spec.queueName is %q but Kueue is not installed (the API server does not serve kueue.x-k8s.io LocalQueues): no run starts until it is", task.Spec.QueueName)
+		a.invalidReason = v1.ReasonKueueNotInstalled
+	}
 	a.setPhase(task)
+	if a.phase == runActive {
+		if j := findJob(jobs, a.rec.job.Name); j != nil && j.waiting() {
+			w := *j
+			a.waiting = &w
+		}
+	}
 	return a
 }
 
@@ -162,7 +188,7 @@ func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observ
 func (a *analysis) analyzeSchedule(task *v1.Task, now time.Time) {
 	sched, err := v1.ParseSchedule(task.Spec.Schedule)
 	if err != nil {
-		a.invalid = err
+		a.invalid, a.invalidReason = err, v1.ReasonInvalidSchedule
 		return
 	}
 	a.sched = sched
@@ -237,6 +263,12 @@ func settle(rec *record, jobs []observedJob, now time.Time) *record {
 	out := *rec
 	if out.job.UID == "" {
 		out.job.UID = j.UID
+	}
+	switch {
+	case !j.Admitted.IsZero():
+		out.admitted = j.Admitted
+	case j.waiting():
+		out.admitted = time.Time{} // preempted: it waits again
 	}
 	switch {
 	case j.State == jobSucceeded:

@@ -17,7 +17,7 @@ import (
 // them: Reconciling=True is InProgress, Stalled=True is Failed, otherwise Ready decides
 // (True: Current, False: InProgress).
 //
-//	one-shot Pending, Running, Retrying   Reconciling   → InProgress
+//	one-shot Pending, Queued, Running, Retrying   Reconciling   → InProgress
 //	one-shot Suspended                    Ready=False   → InProgress (it has not run)
 //	one-shot Succeeded                    Ready=True    → Current
 //	one-shot Failed                       Stalled       → Failed
@@ -35,12 +35,13 @@ func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) 
 			ObservedGeneration: task.Generation, LastTransitionTime: metav1.NewTime(now),
 		})
 	}
+	setAdmitted(set, st, task, a)
 	if a.invalid != nil {
 		msg := a.invalid.Error()
 		for _, typ := range []string{v1.ConditionReady, v1.ConditionProgressing, v1.ConditionSucceeded, v1.ConditionFailed, v1.ConditionReconciling} {
-			set(typ, false, v1.ReasonInvalidSchedule, msg)
+			set(typ, false, a.invalidReason, msg)
 		}
-		set(v1.ConditionStalled, true, v1.ReasonInvalidSchedule, msg)
+		set(v1.ConditionStalled, true, a.invalidReason, msg)
 		return
 	}
 	progressing, reason, msg := progressOf(st, task, a)
@@ -54,6 +55,23 @@ func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) 
 
 type setFunc func(typ string, status bool, reason, msg string)
 
+// setAdmitted keeps the Admitted condition of a Task with spec.queueName: False with Kueue's
+// reason while the current attempt's Job waits, True once Kueue admitted it, False with
+// KueueNotInstalled while Kueue's API is not served. It says what it said last once the run
+// finished, and goes away with spec.queueName.
+func setAdmitted(set setFunc, st *v1.TaskStatus, task *v1.Task, a analysis) {
+	switch {
+	case task.Spec.QueueName == "":
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionAdmitted)
+	case a.invalidReason == v1.ReasonKueueNotInstalled:
+		set(v1.ConditionAdmitted, false, v1.ReasonKueueNotInstalled, a.invalid.Error())
+	case a.waiting != nil:
+		set(v1.ConditionAdmitted, false, orDefault(a.waiting.QueueReason, v1.ReasonQueuePending), orDefault(a.waiting.QueueMessage, "waiting in LocalQueue "+a.waiting.Queue))
+	case a.phase == runActive && a.rec.job.Name != "" && !a.rec.admitted.IsZero():
+		set(v1.ConditionAdmitted, true, v1.ReasonAdmitted, fmt.Sprintf("Kueue admitted Job %s at %s", a.rec.job.Name, a.rec.admitted.UTC().Format(time.RFC3339)))
+	}
+}
+
 func progressOf(st *v1.TaskStatus, task *v1.Task, a analysis) (bool, string, string) {
 	attempts := v1.MaxRetriesOf(task) + 1
 	switch st.Phase {
@@ -63,6 +81,10 @@ func progressOf(st *v1.TaskStatus, task *v1.Task, a analysis) (bool, string, str
 			msg += fmt.Sprintf("; the run for %s starts when they end (concurrency policy Forbid)", a.heldBack.UTC().Format(time.RFC3339))
 		}
 		return true, v1.ReasonJobActive, msg
+	case v1.PhaseQueued:
+		w := a.waiting
+		return true, v1.ReasonQueued, fmt.Sprintf("Job %s (attempt %d of %d) waits in LocalQueue %s: %s: %s",
+			w.Name, st.Attempts, attempts, w.Queue, orDefault(w.QueueReason, v1.ReasonQueuePending), w.QueueMessage)
 	case v1.PhaseRetrying:
 		return true, v1.ReasonRetryPending, fmt.Sprintf("attempt %d of %d due at %s", st.Attempts+1, attempts, formatTime(st.NextRunTime))
 	case v1.PhaseScheduled:

@@ -15,6 +15,8 @@
 //   - conditions.go: the conditions, kstatus' Reconciling and Stalled included
 //   - plan.go:       what to do now: create, replace, suspend, prune, release (planRuns)
 //   - events.go:     which Events a status transition deserves (transitionEvents)
+//   - kueue.go:      queued Tasks (spec.queueName): Kueue's labels, why a Job waits (its
+//     Workload's conditions), whether Kueue's API is served
 //
 // The reconciler (reconciler.go) reads from the manager's cache, reads past it what the cache
 // cannot vouch for (lookup.go), runs a short list of phase functions over a scope, and patches
@@ -43,6 +45,9 @@
 //
 // Limits, by design:
 //
+//   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not an
+//     admitted one (Kueue would unsuspend the Job again).
+
 //   - A Job whose labels a policy strips is invisible to the cache. It is found as long as the
 //     status or the expectations name it; if the operator dies between creating it and
 //     recording it, and the next decision differs (a spec change, a passed starting deadline),
@@ -66,12 +71,13 @@ package reconciler
 // RBAC: exactly what the controller does, nothing more. Tasks are read from the cache and only
 // their finalizers are patched; tasks/finalizers update lets a Job carry an owner reference with
 // blockOwnerDeletion; Jobs are created, patched (spec.suspend, the run-outcome finalizer) and
-// deleted; Events are recorded through both the events.k8s.io API and, by client-go's fallback,
-// the core API.
+// deleted; Kueue's Workloads are only watched (why a queued Job waits); Events are recorded
+// through both the events.k8s.io API and, by client-go's fallback, the core API.
 //
 // +kubebuilder:rbac:groups=example.com,resources=tasks,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=example.com,resources=tasks/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=tasks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

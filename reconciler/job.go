@@ -30,11 +30,13 @@ const (
 func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 	labels := jobLabels(task, run)
 	parallelism := parallelismOf(task)
+	objLabels := maps.Clone(labels)
+	queueLabels(task, objLabels)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            jobName(task.Name, run),
 			Namespace:       task.Namespace,
-			Labels:          labels,
+			Labels:          objLabels,
 			Annotations:     jobAnnotations(run),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
 			// Held until the Task's status records how this attempt ended.
@@ -55,14 +57,23 @@ func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 			},
 		},
 	}
+	if task.Spec.QueueName != "" {
+		// Kueue unsuspends it once admitted.
+		job.Spec.Suspend = ptr.To(true)
+	}
 	return job
 }
 
 // jobLabels are the Task's own labels (tests and users steer pods with them) plus the
-// controller's, which win on a clash.
+// controller's, which win on a clash. Kueue's labels are not copied: spec.queueName and
+// spec.priorityClassName alone decide whether and where a run queues (queueLabels).
 func jobLabels(task *v1.Task, run runID) map[string]string {
 	labels := make(map[string]string, len(task.Labels)+3)
-	maps.Copy(labels, task.Labels)
+	for k, v := range task.Labels {
+		if !strings.HasPrefix(k, kueueLabelPrefix) {
+			labels[k] = v
+		}
+	}
 	labels[v1.LabelTaskName] = labelValue(task.Name)
 	labels[v1.LabelRun] = run.runLabel()
 	labels[v1.LabelAttempt] = strconv.Itoa(int(run.Attempt))
@@ -147,6 +158,7 @@ func runnerContainer(task *v1.Task, opts Options) corev1.Container {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 		VolumeMounts:             []corev1.VolumeMount{{Name: tmpVolume, MountPath: "/tmp"}},
+		Resources:                resourcesOf(task),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 	}
@@ -164,6 +176,15 @@ func runnerContainer(task *v1.Task, opts Options) corev1.Container {
 		c.Args = httpArgs(r.HTTP)
 	}
 	return c
+}
+
+// resourcesOf is the container's requests and limits: spec.resources, without resource claims.
+func resourcesOf(task *v1.Task) corev1.ResourceRequirements {
+	r := task.Spec.Resources
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Limits: r.Limits.DeepCopy(), Requests: r.Requests.DeepCopy()}
 }
 
 func envVars(in []v1.EnvVar) []corev1.EnvVar {

@@ -54,7 +54,18 @@ type observedJob struct {
 	Uncached bool
 	// Replaced says the controller deleted the active Job for a newer run (policy Replace).
 	Replaced bool
+	// Queue is the Kueue LocalQueue the Job was created in (its queue label); empty: none.
+	Queue string
+	// Admitted is when Kueue last admitted a queued Job: its status.startTime once it is
+	// unsuspended (the Job controller resets it on every resume). Zero while it waits.
+	Admitted time.Time
+	// QueueReason and QueueMessage say, in Kueue's words, why a queued Job waits.
+	QueueReason, QueueMessage string
 }
+
+// waiting says j is a queued Job that Kueue has not admitted (or has preempted): it is active
+// but suspended, and nothing of it runs.
+func (j observedJob) waiting() bool { return j.Queue != "" && j.Suspended && j.active() }
 
 // gone says the Job no longer runs: it is being deleted or no longer exists.
 func (j observedJob) gone() bool { return j.Deleting || j.Missing }
@@ -98,6 +109,10 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 		Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
 		Deleting:  job.DeletionTimestamp != nil,
 		Protected: controllerutil.ContainsFinalizer(job, v1.FinalizerRunOutcome),
+		Queue:     job.Labels[kueueQueueLabel],
+	}
+	if o.Queue != "" && !o.Suspended && job.Status.StartTime != nil {
+		o.Admitted = job.Status.StartTime.Time
 	}
 	// A scheduled run's Job that policy Replace deleted says so (see AnnotationReplacedBy).
 	o.Replaced = o.Run.isScheduled() && job.DeletionTimestamp != nil && job.Annotations[v1.AnnotationReplacedBy] != ""

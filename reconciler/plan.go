@@ -117,11 +117,13 @@ func (p plan) missedEvent() (eventSpec, bool) {
 	return eventSpec{}, false
 }
 
-// suspendFlips are the active Jobs whose suspension differs from the Task's.
+// suspendFlips are the active Jobs whose suspension differs from the Task's. A queued Job's
+// suspension is Kueue's: it unsuspends the Job when it admits it and suspends it when it
+// preempts it.
 func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 	var out []observedJob
 	for _, j := range active {
-		if j.Suspended != task.Spec.Suspend && !j.Deleting {
+		if j.Suspended != task.Spec.Suspend && !j.Deleting && j.Queue == "" {
 			out = append(out, j)
 		}
 	}

@@ -22,6 +22,7 @@ var operatorRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"example.com"}, Resources: []string{"tasks/status"}, Verbs: []string{"patch"}},
 	{APIGroups: []string{"example.com"}, Resources: []string{"tasks/finalizers"}, Verbs: []string{"update"}},
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"workloads"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"events.k8s.io", ""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 }
 

@@ -31,6 +31,8 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	opts      Options
 	expect    *expectations
+	// kueue knows whether Kueue's API is served, and reads Workloads.
+	kueue *kueueAPI
 }
 
 // scope is one reconcile of one Task: what was read, what was decided, what is to be told.
@@ -45,6 +47,8 @@ type scope struct {
 	cached map[string]*batchv1.Job
 	jobs   []observedJob
 	plan   plan
+	// kueueServed says Kueue's API is served (asked only for Tasks with spec.queueName).
+	kueueServed bool
 	// released are the Jobs whose finalizer this reconcile removed.
 	released []string
 	// acted says the plan was made and carried out, so what protects the Task is known.
@@ -154,14 +158,15 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 		}
 	}
 	sortJobs(s.jobs)
-	return false, nil
+	return false, r.explainWaiting(ctx, s)
 }
 
 // act plans from what was observed, carries the plan out, and computes the status from the
 // result. The status is computed even when an action failed, so it never claims a Job that was
 // not created, and never loses one that was.
 func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
-	s.plan = planRuns(s.task, analyze(s.task, s.jobs, s.now), s.jobs, s.now)
+	s.kueueServed = s.task.Spec.QueueName == "" || r.kueue.servedNow()
+	s.plan = planRuns(s.task, analyzeIn(s.task, s.jobs, s.now, s.kueueServed), s.jobs, s.now)
 	err := r.execute(ctx, s)
 	r.summarize(s)
 	s.acted = true
@@ -354,7 +359,7 @@ func (r *Reconciler) deleteJob(ctx context.Context, s *scope, name string) error
 // when to look again (when the next run is due, not before, and never without a reason), and
 // whether the Task's finalizer still protects anything.
 func (r *Reconciler) summarize(s *scope) {
-	s.task.Status = computeStatus(s.task, s.jobs, s.now)
+	s.task.Status = computeStatusIn(s.task, s.jobs, s.now, s.kueueServed)
 	if s.plan.create != nil && !s.plan.scheduled.IsZero() && s.task.Status.CurrentRun != nil &&
 		s.task.Status.CurrentRun.ScheduledTime.Equal(timePtr(s.plan.scheduled)) {
 		s.task.Status.MissedRuns += s.plan.missed
@@ -365,6 +370,9 @@ func (r *Reconciler) summarize(s *scope) {
 	}
 	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
+	}
+	if !s.kueueServed {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, kueueRecheckInterval)
 	}
 	if at := settlesAt(s.jobs, s.now); !at.IsZero() {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, max(at.Sub(s.now), time.Second))

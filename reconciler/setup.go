@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"fmt"
 
 	"golang.org/x/time/rate"
@@ -32,16 +33,28 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		recorder:  mgr.GetEventRecorder(eventReporter),
 		opts:      opts,
 		expect:    newExpectations(opts.expectationTimeout),
+		kueue:     &kueueAPI{mapper: mgr.GetRESTMapper(), clock: opts.Clock.Now},
 	}
 	if err := registerMetrics(mgr); err != nil {
 		return fmt.Errorf("register task metrics: %w", err)
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.Task{}).
 		Watches(&batchv1.Job{},
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.Task{}, handler.OnlyControllerOwner()),
-			builder.WithPredicates(jobChanged())).
+			builder.WithPredicates(jobChanged()))
+	// With Kueue installed, why a queued Job waits is read from its Workload. Installed later,
+	// queued Tasks run all the same; the reasons come with the operator's next start.
+	if gvk, ok := workloadKind(mgr.GetRESTMapper()); ok {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), newWorkload(gvk), workloadJobIndex, indexWorkloadJob); err != nil {
+			return fmt.Errorf("index workloads: %w", err)
+		}
+		r.kueue.workload, r.kueue.cache = gvk, mgr.GetCache()
+		b = b.Watches(newWorkload(gvk), handler.EnqueueRequestsFromMapFunc(taskOfWorkload(mgr.GetCache())),
+			builder.WithPredicates(workloadChanged()))
+	}
+	err := b.
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             newRateLimiter(opts),

@@ -19,6 +19,11 @@ func computeStatus(task *v1.Task, jobs []observedJob, now time.Time) v1.TaskStat
 	return statusFrom(task, analyze(task, jobs, now), jobs, now)
 }
 
+// computeStatusIn is computeStatus in a cluster that does or does not serve Kueue's API.
+func computeStatusIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed bool) v1.TaskStatus {
+	return statusFrom(task, analyzeIn(task, jobs, now, kueueServed), jobs, now)
+}
+
 func statusFrom(task *v1.Task, a analysis, jobs []observedJob, now time.Time) v1.TaskStatus {
 	prior := task.Status
 	st := v1.TaskStatus{
@@ -71,6 +76,8 @@ func phaseOf(task *v1.Task, a analysis) v1.Phase {
 		return v1.PhaseFailed
 	case task.Spec.Suspend:
 		return v1.PhaseSuspended
+	case a.waiting != nil:
+		return v1.PhaseQueued
 	case len(a.active) > 0 || a.phase == runActive:
 		return v1.PhaseRunning
 	case a.phase == runRetryPending:

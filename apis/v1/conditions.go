@@ -19,6 +19,10 @@ const (
 	// ConditionStalled is kstatus' "cannot get there without help": True when a one-shot Task
 	// failed for good or a schedule cannot be parsed. kstatus reports such a Task Failed.
 	ConditionStalled = "Stalled"
+	// ConditionAdmitted is kept on Tasks with spec.queueName only: True once Kueue admitted the
+	// current attempt's Job, False with Kueue's reason and message while it waits (Pending,
+	// Inadmissible, Preempted, ...), or KueueNotInstalled.
+	ConditionAdmitted = "Admitted"
 )
 
 // Condition reasons.
@@ -40,6 +44,15 @@ const (
 	ReasonHealthy            = "Healthy"
 	// ReasonAsExpected is the reason of a Reconciling or Stalled condition that is False.
 	ReasonAsExpected = "AsExpected"
+	// ReasonQueued: the current attempt's Job waits in its Kueue queue.
+	ReasonQueued = "Queued"
+	// ReasonAdmitted: Kueue admitted the current attempt's Job.
+	ReasonAdmitted = "Admitted"
+	// ReasonQueuePending: a queued Job waits and Kueue has not said why yet.
+	ReasonQueuePending = "QueuePending"
+	// ReasonKueueNotInstalled: spec.queueName is set but Kueue's API is not served; no Job is
+	// created until it is.
+	ReasonKueueNotInstalled = "KueueNotInstalled"
 )
 
 // Event reasons the operator records on Tasks.

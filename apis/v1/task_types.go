@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -30,11 +31,14 @@ const (
 
 // Phase is the one-word summary of a Task's life, for humans and printer columns.
 // Automation should read conditions instead.
-// +kubebuilder:validation:Enum=Pending;Running;Retrying;Scheduled;Suspended;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Queued;Running;Retrying;Scheduled;Suspended;Succeeded;Failed
 type Phase string
 
 const (
-	PhasePending   Phase = "Pending"
+	PhasePending Phase = "Pending"
+	// PhaseQueued: the current attempt's Job waits in its Kueue queue (spec.queueName) for
+	// quota, or was preempted and waits again.
+	PhaseQueued    Phase = "Queued"
 	PhaseRunning   Phase = "Running"
 	PhaseRetrying  Phase = "Retrying"
 	PhaseScheduled Phase = "Scheduled"
@@ -209,6 +213,7 @@ type Schedule struct {
 }
 
 // TaskSpec is what the user wants run.
+// +kubebuilder:validation:XValidation:rule="!has(self.priorityClassName) || has(self.queueName)",message="priorityClassName needs queueName: priorities order a Kueue queue",fieldPath=".priorityClassName",reason=FieldValueInvalid
 type TaskSpec struct {
 	// Runner is the work each run does.
 	// +required
@@ -256,6 +261,27 @@ type TaskSpec struct {
 	// Suspend stops new runs from starting; active runs are suspended too.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// QueueName is a Kueue LocalQueue in the Task's namespace. Each run's Job is created
+	// suspended in that queue and starts when Kueue admits it (quota, priority, preemption and
+	// fair sharing are Kueue's). Empty: Jobs start at once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	QueueName string `json:"queueName,omitempty"`
+
+	// PriorityClassName is a Kueue WorkloadPriorityClass: it orders the Task's Jobs in their
+	// queue and lets them preempt lower ones. Needs queueName.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Resources are the requests and limits of the container of each run's pods. Kueue's quotas
+	// count requests, and a namespace with a ResourceQuota refuses pods without them.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims)",message="resource claims are not supported: a run's pod claims no resources"
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // JobReference points at a Job the Task owns, in the Task's namespace.
@@ -305,6 +331,11 @@ type RunRecord struct {
 	// FinishTime is when the latest attempt ended.
 	// +optional
 	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+
+	// AdmittedTime is when Kueue last admitted the latest attempt's Job (spec.queueName): the
+	// attempt's pods start then, and its timeout counts from then. Unset while it waits.
+	// +optional
+	AdmittedTime *metav1.Time `json:"admittedTime,omitempty"`
 
 	// RetryTime is when the next attempt is due, decided when the latest attempt failed; unset
 	// when no retry follows. Lowering maxRetries, suspending the Task or a later schedule time

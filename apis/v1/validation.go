@@ -2,12 +2,16 @@ package v1
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	// Time zones must resolve even in an image without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -51,10 +55,42 @@ func ParseSchedule(s *Schedule) (CronSchedule, error) {
 // Validate returns every problem of task's spec that the OpenAPI schema and CEL rules cannot
 // see, each naming its field.
 func Validate(task *Task) field.ErrorList {
-	if task.Spec.Schedule == nil {
+	errs := validateResources(task.Spec.Resources, field.NewPath("spec", "resources"))
+	if task.Spec.Schedule != nil {
+		errs = append(errs, validateSchedule(task.Spec.Schedule, field.NewPath("spec", "schedule"))...)
+	}
+	return errs
+}
+
+// validateResources checks what the Job's pods would be refused for: a resource name that is
+// not a qualified name, a negative quantity, a request above its limit.
+func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	if r == nil {
 		return nil
 	}
-	return validateSchedule(task.Spec.Schedule, field.NewPath("spec", "schedule"))
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		for _, name := range slices.Sorted(maps.Keys(list.list)) {
+			p := path.Child(list.name).Key(string(name))
+			for _, msg := range validation.IsQualifiedName(string(name)) {
+				errs = append(errs, field.Invalid(p, string(name), msg))
+			}
+			if q := list.list[name]; q.Sign() < 0 {
+				errs = append(errs, field.Invalid(p, q.String(), "must not be negative"))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		req := r.Requests[name]
+		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must not exceed its limit (%s)", limit.String())))
+		}
+	}
+	return errs
 }
 
 func validateSchedule(s *Schedule, path *field.Path) field.ErrorList {

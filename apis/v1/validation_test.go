@@ -3,6 +3,9 @@ package v1
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestParseSchedule(t *testing.T) {
@@ -46,6 +49,34 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 	for i, want := range []string{"spec.schedule.cron", "spec.schedule.timeZone"} {
 		if errs[i].Field != want {
 			t.Errorf("error %d names %s, want %s", i, errs[i].Field, want)
+		}
+	}
+}
+
+func TestValidateResources(t *testing.T) {
+	q := resource.MustParse
+	tests := []struct {
+		name      string
+		res       *corev1.ResourceRequirements
+		wantField string // "" for no error
+	}{
+		{"none", nil, ""},
+		{"requests only", &corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("100m")}}, ""},
+		{"request equal to limit", &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"memory": q("1Gi")}, Limits: corev1.ResourceList{"memory": q("1024Mi")}}, ""},
+		{"extended resource", &corev1.ResourceRequirements{Limits: corev1.ResourceList{"example.com/gpu": q("1")}}, ""},
+		{"request above limit", &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"cpu": q("2")}, Limits: corev1.ResourceList{"cpu": q("1")}}, "spec.resources.requests[cpu]"},
+		{"negative", &corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("-1")}}, "spec.resources.requests[cpu]"},
+		{"bad name", &corev1.ResourceRequirements{Limits: corev1.ResourceList{"no/such/name": q("1")}}, "spec.resources.limits[no/such/name]"},
+	}
+	for _, tc := range tests {
+		errs := Validate(&Task{Spec: TaskSpec{Resources: tc.res}})
+		switch {
+		case tc.wantField == "" && len(errs) > 0:
+			t.Errorf("%s: unexpected errors %v", tc.name, errs)
+		case tc.wantField != "" && (len(errs) != 1 || errs[0].Field != tc.wantField):
+			t.Errorf("%s: errors %v, want one naming %s", tc.name, errs, tc.wantField)
 		}
 	}
 }

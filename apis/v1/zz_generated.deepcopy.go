@@ -5,6 +5,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -155,6 +156,10 @@ func (in *RunRecord) DeepCopyInto(out *RunRecord) {
 	out.Job = in.Job
 	if in.FinishTime != nil {
 		in, out := &in.FinishTime, &out.FinishTime
+		*out = (*in).DeepCopy()
+	}
+	if in.AdmittedTime != nil {
+		in, out := &in.AdmittedTime, &out.AdmittedTime
 		*out = (*in).DeepCopy()
 	}
 	if in.RetryTime != nil {
@@ -330,6 +335,11 @@ func (in *TaskSpec) DeepCopyInto(out *TaskSpec) {
 		in, out := &in.FailedJobsHistoryLimit, &out.FailedJobsHistoryLimit
 		*out = new(int32)
 		**out = **in
+	}
+	if in.Resources != nil {
+		in, out := &in.Resources, &out.Resources
+		*out = new(corev1.ResourceRequirements)
+		(*in).DeepCopyInto(*out)
 	}
 }
 

@@ -54,6 +54,7 @@ type Env struct {
 	opts  Options
 	proxy *Proxy
 	ops   []*testenv.Operator
+	kueue *testenv.Kueue
 }
 
 // New makes the benchmark clients and the webhook proxy on cp and creates the operator's
@@ -113,14 +114,55 @@ func (e *Env) Logf(format string, args ...any) {
 	fmt.Fprintf(e.opts.Log, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-// Close stops every operator and the proxy; the control plane is the caller's.
+// Close stops every operator, Kueue and the proxy; the control plane is the caller's.
 func (e *Env) Close() {
 	if err := e.StopAll(); err != nil {
 		e.Logf("%v", err)
 	}
+	if e.kueue != nil {
+		if err := e.kueue.Stop(); err != nil {
+			e.Logf("stop kueue: %v", err)
+		}
+	}
 	if e.proxy != nil {
 		e.proxy.Close()
 	}
+}
+
+// EnsureKueue installs Kueue on the control plane unless it runs already. The control plane
+// must stand in for testenv.KueueNamespace (StandInOptions: see ControlPlaneOptions). It says
+// whether Kueue was installed now: operators started before do not watch its Workloads.
+func (e *Env) EnsureKueue(ctx context.Context) (installed bool, err error) {
+	if e.kueue != nil {
+		return false, nil
+	}
+	began := time.Now()
+	if e.kueue, err = e.CP.InstallKueue(ctx); err != nil {
+		return false, err
+	}
+	e.Logf("kueue ready in %s", time.Since(began).Round(time.Millisecond))
+	return true, nil
+}
+
+// KueueSupported says why Kueue cannot run here (its manager needs a pod network: root and ip),
+// or nil.
+func KueueSupported(cp *testenv.ControlPlane) error {
+	if err := testenv.PodNetworksSupported(); err != nil {
+		return err
+	}
+	return cp.KueueAvailable()
+}
+
+// ControlPlaneOptions are the options the benchmarks start their control plane with: Full, on
+// nodes fake Nodes, and standing in for Kueue's namespace where pod networks work, so the queue
+// scenario can install Kueue.
+func ControlPlaneOptions(nodes int) testenv.Options {
+	opts := testenv.Options{Full: true, Nodes: nodes}
+	if testenv.PodNetworksSupported() == nil {
+		_ = testenv.CleanStalePodNetworks()
+		opts.StandInNamespaces = []string{testenv.KueueNamespace}
+	}
+	return opts
 }
 
 // EnsureNamespace creates ns unless it exists.

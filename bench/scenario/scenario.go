@@ -100,6 +100,9 @@ var All = []Scenario{
 	{"failover", Fault, twoHA, Size{Tasks: 10}, Size{Tasks: 200}, failover},
 	// Both replicas restarted in turn while Tasks are read at v1alpha1.
 	{"rolling", Fault, twoHA, Size{Tasks: 5}, Size{Tasks: 50}, rolling},
+	// Tasks queued through a Kueue ClusterQueue of Reps pods, against as many plain Jobs sent
+	// straight to the same queue.
+	{"queue", Measurement, one, Size{Tasks: 30, Reps: 5}, Size{Tasks: 1000, Reps: 50}, queue},
 	// Tasks stored at v1alpha1 migrated by each method.
 	{"migration", Measurement, one, Size{Tasks: 50}, Size{Tasks: 10000}, migration},
 }

@@ -54,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up [--dir DIR] [--nodes N] [--timeout D] | cluster down [--dir DIR]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up [--dir DIR] [--nodes N] [--timeout D] [--kueue] | cluster down [--dir DIR]")
 	os.Exit(2)
 }
 

@@ -19,9 +19,11 @@ import (
 func serve(args []string) error {
 	var nodes int
 	var timeout time.Duration
+	var withKueue bool
 	dir, err := stateFlags(serveCommand, args, func(fs *flag.FlagSet) {
 		fs.IntVar(&nodes, "nodes", 1, "number of fake nodes")
 		fs.DurationVar(&timeout, "timeout", 3*time.Minute, "start-up timeout")
+		fs.BoolVar(&withKueue, "kueue", false, "also install and run Kueue")
 	})
 	if err != nil {
 		return err
@@ -31,16 +33,25 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
+	var standIns []string
+	if withKueue {
+		if err := testenv.PodNetworksSupported(); err != nil {
+			return fmt.Errorf("kueue's manager runs in a network namespace of its own: %w", err)
+		}
+		_ = testenv.CleanStalePodNetworks()
+		standIns = []string{testenv.KueueNamespace}
+	}
 	cp, err := testenv.Start(ctx, testenv.Options{
 		Full:  true,
 		Nodes: nodes,
 		// A bare cluster, as kind would give: the CRD comes from whatever installs the
 		// operator (config/local in make run, --install-crd, make install), and a CRD already
 		// written by another field manager would make their server-side apply conflict.
-		CRDPaths:     []string{},
-		Dir:          filepath.Join(dir, runDir),
-		LogDir:       filepath.Join(dir, logDir),
-		StartTimeout: timeout,
+		CRDPaths:          []string{},
+		Dir:               filepath.Join(dir, runDir),
+		LogDir:            filepath.Join(dir, logDir),
+		StartTimeout:      timeout,
+		StandInNamespaces: standIns,
 	})
 	if err != nil {
 		return err
@@ -51,6 +62,15 @@ func serve(args []string) error {
 		}
 		fmt.Fprintln(os.Stderr, "cluster stopped")
 	}()
+	if withKueue {
+		began := time.Now()
+		kueue, err := cp.InstallKueue(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = kueue.Stop() }()
+		fmt.Fprintf(os.Stderr, "kueue ready in %s\n", time.Since(began).Round(time.Millisecond))
+	}
 	if err := publish(dir, cp); err != nil {
 		return err
 	}

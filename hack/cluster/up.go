@@ -21,9 +21,11 @@ import (
 func up(args []string) error {
 	var nodes int
 	var timeout time.Duration
+	var kueue bool
 	dir, err := stateFlags("up", args, func(fs *flag.FlagSet) {
 		fs.IntVar(&nodes, "nodes", 1, "number of fake nodes")
 		fs.DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+		fs.BoolVar(&kueue, "kueue", false, "also install and run Kueue (needs root and ip: its manager runs in a network namespace)")
 	})
 	if err != nil {
 		return err
@@ -39,7 +41,7 @@ func up(args []string) error {
 		if err := stopCluster(dir); err != nil {
 			return fmt.Errorf("clean up previous cluster: %w", err)
 		}
-		if pid, err = startDaemon(dir, nodes, timeout); err != nil {
+		if pid, err = startDaemon(dir, nodes, timeout, kueue); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "starting cluster (daemon pid %d, state in %s) ...\n", pid, dir)
@@ -57,7 +59,7 @@ func up(args []string) error {
 // startDaemon re-executes this binary as `serve` in a new session: it keeps
 // running after `up` and `go run` exit, and the terminal's signals do not
 // reach it.
-func startDaemon(dir string, nodes int, timeout time.Duration) (int, error) {
+func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("create state dir: %w", err)
 	}
@@ -68,7 +70,7 @@ func startDaemon(dir string, nodes int, timeout time.Duration) (int, error) {
 	defer logFile.Close()
 	// /proc/self/exe, because `go run` deletes its binary once `up` exits.
 	cmd := exec.Command("/proc/self/exe", serveCommand,
-		"--dir", dir, "--nodes", strconv.Itoa(nodes), "--timeout", timeout.String())
+		"--dir", dir, "--nodes", strconv.Itoa(nodes), "--timeout", timeout.String(), "--kueue="+strconv.FormatBool(kueue))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

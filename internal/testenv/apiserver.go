@@ -91,9 +91,17 @@ func (cp *ControlPlane) newEnvironment() (*envtest.Environment, error) {
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
 	if len(cp.opts.StandInNamespaces) > 0 {
-		// Webhook and conversion Services are resolved through their EndpointSlices to a
-		// pod IP, not to a ClusterIP that needs kube-proxy.
+		// Webhook and conversion Services, and aggregated APIs, are resolved through their
+		// EndpointSlices to a pod IP, not to a ClusterIP that needs kube-proxy.
 		api.Configure().Set("enable-aggregator-routing", "true")
+		// A stand-in pod may serve an aggregated API (Kueue's visibility API does).
+		flags, err := frontProxyFlags(filepath.Join(certDir, "front-proxy"))
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range flags {
+			api.Configure().Set(k, v)
+		}
 	}
 	return env, nil
 }

@@ -6,8 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +43,10 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	kwokArgs, err := cp.kwokArgs(stages)
+	if err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -53,7 +62,7 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 			"--leader-elect=false",
 			"--secure-port=0",
 		}},
-		{KWOK, cp.kwokArgs(stages)},
+		{KWOK, kwokArgs},
 	} {
 		if err := cp.startComponent(c.name, c.args); err != nil {
 			return err
@@ -73,19 +82,79 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 	return cp.smokeTest(ctx, cs)
 }
 
-func (cp *ControlPlane) kwokArgs(stages []string) []string {
+func (cp *ControlPlane) kwokArgs(stages []string) ([]string, error) {
+	cidr, err := cp.podCIDR()
+	if err != nil {
+		return nil, err
+	}
 	args := []string{
 		"--kubeconfig=" + cp.KubeconfigPath,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
 		"--node-ip=127.0.0.1",
-		"--cidr=10.244.0.1/24",
+		"--cidr=" + cidr,
 		"--server-address=127.0.0.1:0",
 	}
 	for _, s := range stages {
 		args = append(args, "--config="+s)
 	}
-	return args
+	return args, nil
+}
+
+// podCIDR is the range KWOK takes pod IPs from (its first address is the gateway). Pods that
+// stand in get a pod network each, with a host route to their IP: a control plane with stand-ins
+// takes a /24 of 10.240.0.0/12 that no route of this machine uses, at random, so that two of
+// them at once (go test runs packages in parallel; other checkouts on the machine too) do not
+// hand out the same pod IP. The others keep 10.244.0.0/24: their pod IPs are never routed.
+func (cp *ControlPlane) podCIDR() (string, error) {
+	if len(cp.opts.StandInNamespaces) == 0 {
+		return "10.244.0.1/24", nil
+	}
+	used, err := routedPrefixes()
+	if err != nil {
+		return "", err
+	}
+	for range 100 {
+		n := rand.IntN(1 << 12)
+		prefix := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(240 + n>>8), byte(n), 0}), 24)
+		if prefix == podNetTestPrefix || slices.ContainsFunc(used, prefix.Overlaps) {
+			continue
+		}
+		return netip.PrefixFrom(prefix.Addr().Next(), 24).String(), nil
+	}
+	return "", errors.New("no free /24 for pod IPs in 10.240.0.0/12")
+}
+
+// podNetTestPrefix is where the pod network's own tests take their address.
+var podNetTestPrefix = netip.MustParsePrefix("10.244.255.0/24")
+
+// routedPrefixes are the destinations of this machine's routes, default route aside.
+func routedPrefixes() ([]netip.Prefix, error) {
+	out, err := exec.Command("ip", "-o", "-4", "route", "show", "table", "all").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip route show: %w", err)
+	}
+	var prefixes []netip.Prefix
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		dst := fields[0]
+		if dst == "local" || dst == "broadcast" || dst == "unicast" {
+			if len(fields) < 2 {
+				continue
+			}
+			dst = fields[1]
+		}
+		if !strings.Contains(dst, "/") {
+			dst += "/32"
+		}
+		if p, err := netip.ParsePrefix(dst); err == nil {
+			prefixes = append(prefixes, p)
+		}
+	}
+	return prefixes, nil
 }
 
 // writeStages puts the embedded pod stages into Dir for KWOK and returns

@@ -10,6 +10,8 @@
 //   - Upgrade (NewUpgrade): the previous release's CRD, Tasks written at v1alpha1, the CRD
 //     upgrade with conversion by the product's /convert handler served in process, and the
 //     encodings etcd holds.
+//   - Kueue (InstallKueue): Kueue's release manifests applied as shipped and its manager pod
+//     run as a stand-in, for Tasks with spec.queueName.
 //   - Poll and Eventually: the one way to wait.
 //   - Main and Shared: one control plane per test package; StartT: one for a single test.
 //
@@ -43,4 +45,26 @@
 // Operator processes die with the thread that started them.
 //
 // The binaries come from hack/controlplane.sh (bin/controlplane by default).
+//
+// # Kueue
+//
+// hack/kueue.sh (run by hack/controlplane.sh, so by make controlplane and CI) builds Kueue's
+// manager from its own Go module, hack/kueue (Kueue needs other Kubernetes library versions
+// than the main module and hack/tools), into BinDir/kueue, and renders the release manifests
+// of the same module version (its config/default with the released image) into
+// BinDir/kueue-manifests.yaml; a stamp of the module's go.mod, go.sum, the overlay and the Go
+// version skips both when nothing changed.
+//
+// InstallKueue runs Kueue in the cluster, as shipped, rather than out of the cluster: Kueue's
+// CRDs are served at two versions through its own conversion webhook and its admission
+// webhooks guard Jobs, so the apiserver must reach Kueue's webhook server; Kueue's internal
+// certificate management issues a certificate for its Service's DNS name only and starts no
+// controller before that certificate is ready, so a loopback URL would fail verification, and
+// without it Kueue reads certificates from fixed paths under /etc. As a stand-in pod (a
+// control plane started with KueueNamespace among Options.StandInNamespaces) the kueue binary
+// runs in a network namespace holding the pod IP, as the Deployment's ServiceAccount, with its
+// ConfigMap and certificate Secret mounted where the pod spec says, and the apiserver calls its
+// webhooks, and its visibility API through the aggregator (testenv configures the front-proxy
+// client certificate for that), through the Services' EndpointSlices. That needs root and ip,
+// as every stand-in; tests using Kueue skip without them.
 package testenv

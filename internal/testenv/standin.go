@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,10 @@ type StandInOptions struct {
 	Namespace string
 	// Binaries maps a container image to the executable that stands in for its entrypoint.
 	Binaries map[string]string
+	// Entrypoints maps an image to the path of its entrypoint inside it, for containers whose
+	// command names it (Kueue's Deployment says command: [/manager]): the binary stands in for
+	// that command. A container whose command names anything else cannot stand in.
+	Entrypoints map[string]string
 	// Dir receives one directory per pod: its log, volumes and token (default under WorkDir).
 	Dir string
 }
@@ -256,12 +262,9 @@ func (p *standIn) run(ctx context.Context) error {
 // start runs the pod's first container in the pod network.
 func (p *standIn) start(ctx context.Context, pod *corev1.Pod) error {
 	c := pod.Spec.Containers[0]
-	bin, ok := p.s.opts.Binaries[c.Image]
-	if !ok {
-		return fmt.Errorf("no binary stands in for image %q", c.Image)
-	}
-	if len(c.Command) > 0 {
-		return fmt.Errorf("container %s sets a command; only the image's entrypoint can stand in", c.Name)
+	bin, args, err := p.s.opts.commandLine(c)
+	if err != nil {
+		return err
 	}
 	mounts, err := p.prepareMounts(ctx, pod, c)
 	if err != nil {
@@ -275,10 +278,10 @@ func (p *standIn) start(ctx context.Context, pod *corev1.Pod) error {
 	// pod spec says; then the binary replaces the shell.
 	script := "set -e\n"
 	for _, m := range mounts {
-		script += fmt.Sprintf("mkdir -p %q && mount --bind %q %q\n", m.target, m.source, m.target)
+		script += m.script()
 	}
 	script += `exec "$@"`
-	args := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", bin}, c.Args...)
+	args = append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", bin}, args...)
 	ipBin, ipArgs := p.net.Command("unshare", args...)
 	proc, err := startProc(procSpec{
 		name: "pod " + p.name, bin: ipBin, args: ipArgs, env: env,
@@ -293,7 +296,39 @@ func (p *standIn) start(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-type bindMount struct{ source, target string }
+// commandLine is the binary that stands in for the container and its arguments: the image's
+// entrypoint with the container's args, or, when the container's command names the entrypoint,
+// the rest of the command followed by the args, as a container runtime would run them.
+func (o StandInOptions) commandLine(c corev1.Container) (string, []string, error) {
+	bin, ok := o.Binaries[c.Image]
+	if !ok {
+		return "", nil, fmt.Errorf("no binary stands in for image %q", c.Image)
+	}
+	if len(c.Command) == 0 {
+		return bin, c.Args, nil
+	}
+	if entrypoint, ok := o.Entrypoints[c.Image]; !ok || c.Command[0] != entrypoint {
+		return "", nil, fmt.Errorf("container %s runs %q; only the entrypoint of image %s can stand in", c.Name, c.Command[0], c.Image)
+	}
+	return bin, append(slices.Clone(c.Command[1:]), c.Args...), nil
+}
+
+// bindMount puts source (a directory, or a file for a subPath mount of one) at target.
+type bindMount struct {
+	source, target string
+	file           bool
+}
+
+// script is the shell that makes the mount point and mounts. A mount point that does not exist
+// is made on this machine's file system, as an empty directory or file: the mount itself stays
+// in the pod's mount namespace.
+func (m bindMount) script() string {
+	if m.file {
+		return fmt.Sprintf("mkdir -p %q && { [ -e %q ] || : >%q; } && mount --bind %q %q\n",
+			filepath.Dir(m.target), m.target, m.target, m.source, m.target)
+	}
+	return fmt.Sprintf("mkdir -p %q && mount --bind %q %q\n", m.target, m.source, m.target)
+}
 
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -303,15 +338,35 @@ func (p *standIn) prepareMounts(ctx context.Context, pod *corev1.Pod, c corev1.C
 	if err := p.writeToken(ctx, pod, sa); err != nil {
 		return nil, err
 	}
-	mounts := []bindMount{{sa, serviceAccountDir}}
+	mounts := []bindMount{{source: sa, target: serviceAccountDir}}
 	for _, m := range c.VolumeMounts {
 		src := filepath.Join(p.dir, "volumes", m.Name)
 		if err := p.writeVolume(ctx, pod, m.Name, src); err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, bindMount{src, m.MountPath})
+		mount, err := subPathMount(src, m)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, mount)
 	}
 	return mounts, nil
+}
+
+// subPathMount mounts the volume at src, or the file or directory subPath names in it.
+func subPathMount(src string, m corev1.VolumeMount) (bindMount, error) {
+	if m.SubPath == "" {
+		return bindMount{source: src, target: m.MountPath}, nil
+	}
+	if !filepath.IsLocal(m.SubPath) {
+		return bindMount{}, fmt.Errorf("volume mount %s: subPath %q leaves the volume", m.Name, m.SubPath)
+	}
+	source := filepath.Join(src, m.SubPath)
+	info, err := os.Stat(source)
+	if err != nil {
+		return bindMount{}, fmt.Errorf("volume mount %s: %w", m.Name, err)
+	}
+	return bindMount{source: source, target: m.MountPath, file: !info.IsDir()}, nil
 }
 
 // writeToken asks for a token of the pod's ServiceAccount bound to the pod, as the kubelet's
@@ -348,18 +403,49 @@ func (p *standIn) writeVolume(ctx context.Context, pod *corev1.Pod, name, dir st
 			if err != nil {
 				return fmt.Errorf("volume %s: %w", name, err)
 			}
-			return writeFiles(dir, secret.Data)
+			return writeFiles(dir, projectKeys(secret.Data, v.Secret.Items))
+		case v.ConfigMap != nil:
+			cm, err := p.s.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
+			}
+			return writeFiles(dir, projectKeys(configMapFiles(cm), v.ConfigMap.Items))
 		default:
-			return fmt.Errorf("volume %s: only emptyDir and secret volumes stand in", name)
+			return fmt.Errorf("volume %s: only emptyDir, secret and configMap volumes stand in", name)
 		}
 	}
 	return fmt.Errorf("volume %s is mounted but not defined", name)
 }
 
-// refreshSecrets rewrites the Secret volumes, as the kubelet does after a Secret changes.
+func configMapFiles(cm *corev1.ConfigMap) map[string][]byte {
+	files := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		files[k] = []byte(v)
+	}
+	maps.Copy(files, cm.BinaryData)
+	return files
+}
+
+// projectKeys is what a volume with items shows: only the keys listed, at their paths; without
+// items, every key as a file of its name.
+func projectKeys(data map[string][]byte, items []corev1.KeyToPath) map[string][]byte {
+	if len(items) == 0 {
+		return data
+	}
+	out := make(map[string][]byte, len(items))
+	for _, it := range items {
+		if v, ok := data[it.Key]; ok {
+			out[it.Path] = v
+		}
+	}
+	return out
+}
+
+// refreshSecrets rewrites the Secret and ConfigMap volumes, as the kubelet does after one
+// changes.
 func (p *standIn) refreshSecrets(ctx context.Context, pod *corev1.Pod) {
 	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil {
+		if v.Secret != nil || v.ConfigMap != nil {
 			_ = p.writeVolume(ctx, pod, v.Name, filepath.Join(p.dir, "volumes", v.Name))
 		}
 	}
