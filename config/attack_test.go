@@ -155,7 +155,8 @@ func TestOuterOverlayRenames(t *testing.T) {
 	}
 }
 
-// renderRelease renders the chart as `helm install NAME charts/task-operator -n NAMESPACE`.
+// renderRelease renders the chart as `helm install NAME charts/task-operator -n NAMESPACE` would
+// with the given values; templates that render only comments are left out.
 func renderRelease(t *testing.T, name, ns string, values map[string]any) rendered {
 	t.Helper()
 	ch, err := loader.Load(chartDir)

@@ -13,9 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"sigs.k8s.io/yaml"
 )
 
@@ -25,40 +22,7 @@ const chartDir = "../charts/task-operator"
 // --namespace task-operator-system` would with the given values.
 func renderChart(t *testing.T, values map[string]any) rendered {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatalf("load chart: %v", err)
-	}
-	opts := chartutil.ReleaseOptions{Name: "task-operator", Namespace: namespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatalf("chart values: %v", err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatalf("render chart: %v", err)
-	}
-	var objs rendered
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		for _, doc := range docSeparator.Split(files[name], -1) {
-			if strings.TrimSpace(doc) == "" {
-				continue
-			}
-			var o object
-			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-				t.Fatalf("parse %s: %v\n%s", name, err, doc)
-			}
-			if o.Kind == "" {
-				continue // a template that rendered only comments
-			}
-			o.raw = []byte(doc)
-			objs = append(objs, o)
-		}
-	}
-	return objs
+	return renderRelease(t, "task-operator", namespace, values)
 }
 
 // helmOnly are the differences Helm makes on purpose: its own labels, and keeping the CRD (and

@@ -62,13 +62,13 @@ func TestInstallAsShipped(t *testing.T) {
 	}
 	began := time.Now()
 	e := newEnv(t)
-	blocks := readmeBlocks(t)
+	blocks := testenv.READMEBlocks(t, "deploy", "upgrade", "uninstall", "troubleshooting")
 	steps := []struct {
 		name string
 		run  func(*env)
 	}{
 		{"deploy", func(e *env) {
-			runREADME(e.t, e.cp, "deploy", blocks["deploy"], 5*time.Minute)
+			testenv.RunREADME(e.t, e.cp, "deploy", blocks["deploy"], 5*time.Minute)
 			e.checkInstalled(imageV1)
 		}},
 		{"rolling restart", (*env).rollingRestart},

@@ -36,7 +36,7 @@ func runKubectl(t *testing.T, cp *testenv.ControlPlane, args ...string) string {
 
 // troubleshooting runs the README's troubleshooting commands as written, on the live install.
 func (e *env) troubleshooting(block string) {
-	out := runREADME(e.t, e.cp, "troubleshooting", block, 5*time.Minute)
+	out := testenv.RunREADME(e.t, e.cp, "troubleshooting", block, 5*time.Minute)
 	// The three CA sums (CRD, validating webhook, Secret) are equal.
 	var sums []string
 	for _, line := range strings.Split(out, "\n") {
@@ -72,7 +72,7 @@ func (e *env) upgrade(block string) {
 	if err := e.c.Status().Update(ctx, &crd); err != nil {
 		t.Fatal(err)
 	}
-	out := runREADME(t, e.cp, "upgrade", block, 6*time.Minute)
+	out := testenv.RunREADME(t, e.cp, "upgrade", block, 6*time.Minute)
 	if !strings.Contains(out, `["v1"]`) {
 		t.Errorf("after the migration storedVersions is not [v1]:\n%s", out)
 	}
@@ -84,7 +84,7 @@ func (e *env) upgrade(block string) {
 func (e *env) uninstall(block string) {
 	t := e.t
 	ctx := t.Context()
-	runREADME(t, e.cp, "uninstall", block, 6*time.Minute)
+	testenv.RunREADME(t, e.cp, "uninstall", block, 6*time.Minute)
 	var crd apix.CustomResourceDefinition
 	if err := e.c.Get(ctx, client.ObjectKey{Name: crdName}, &crd); !apierrors.IsNotFound(err) {
 		t.Errorf("CRD after uninstall: %v", err)

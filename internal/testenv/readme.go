@@ -1,4 +1,4 @@
-package install_test
+package testenv
 
 import (
 	"bytes"
@@ -10,16 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"example.com/task-operator/internal/testenv"
 )
 
+// readmeBlock matches a shell block of the README marked for a test: <!-- test: NAME -->.
 var readmeBlock = regexp.MustCompile("(?s)<!-- test: ([a-z-]+) -->\\s*```sh\\n(.*?)```")
 
-// readmeBlocks are the README's shell blocks marked <!-- test: NAME -->, by name.
-func readmeBlocks(t *testing.T) map[string]string {
+// READMEBlocks returns the README's shell blocks marked <!-- test: NAME -->, by name, failing the
+// test when one of want is missing.
+func READMEBlocks(t testing.TB, want ...string) map[string]string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,19 +31,19 @@ func readmeBlocks(t *testing.T) map[string]string {
 	for _, m := range readmeBlock.FindAllStringSubmatch(string(data), -1) {
 		blocks[m[1]] = m[2]
 	}
-	for _, want := range []string{"deploy", "upgrade", "uninstall", "troubleshooting"} {
-		if blocks[want] == "" {
-			t.Fatalf("README has no block marked <!-- test: %s -->", want)
+	for _, name := range want {
+		if blocks[name] == "" {
+			t.Fatalf("README has no block marked <!-- test: %s -->", name)
 		}
 	}
 	return blocks
 }
 
-// runREADME runs a README block exactly as written, from the repository root, with the control
-// plane's kubeconfig, stopping at the first command that fails.
-func runREADME(t *testing.T, cp *testenv.ControlPlane, name, block string, timeout time.Duration) string {
+// RunREADME runs a README block exactly as written, from the repository root, with the control
+// plane's kubeconfig, stopping at the first command that fails; it returns the block's output.
+func RunREADME(t testing.TB, cp *ControlPlane, name, block string, timeout time.Duration) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +56,10 @@ func runREADME(t *testing.T, cp *testenv.ControlPlane, name, block string, timeo
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
 	err = cmd.Run()
-	t.Logf("README %s (%s):\n%s", name, time.Since(began).Round(time.Millisecond), indent(out.String()))
+	t.Logf("README %s (%s):\n    %s", name, time.Since(began).Round(time.Millisecond),
+		strings.ReplaceAll(strings.TrimRight(out.String(), "\n"), "\n", "\n    "))
 	if err != nil {
 		t.Fatalf("README %s, as written, failed: %v", name, err)
 	}
 	return out.String()
-}
-
-func indent(s string) string {
-	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
