@@ -74,7 +74,7 @@ func phaseOf(task *v1.Task, a analysis) v1.Phase {
 		return v1.PhaseSucceeded
 	case oneShot && a.phase == runFailed:
 		return v1.PhaseFailed
-	case task.Spec.Suspend:
+	case task.Spec.Suspend && !admittedRuns(a.active):
 		return v1.PhaseSuspended
 	case a.waiting != nil:
 		return v1.PhaseQueued
@@ -87,6 +87,12 @@ func phaseOf(task *v1.Task, a analysis) v1.Phase {
 	default:
 		return v1.PhaseScheduled
 	}
+}
+
+// admittedRuns says a queued Job Kueue admitted still runs: spec.suspend does not stop it (its
+// suspension is Kueue's), so a suspended Task shows it Running.
+func admittedRuns(active []observedJob) bool {
+	return slices.ContainsFunc(active, func(j observedJob) bool { return j.Queue != "" && !j.Suspended })
 }
 
 // nextRunTime is when the controller will next start a run on its own: a pending retry or, for a

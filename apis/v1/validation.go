@@ -78,19 +78,55 @@ func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.E
 			for _, msg := range validation.IsQualifiedName(string(name)) {
 				errs = append(errs, field.Invalid(p, string(name), msg))
 			}
-			if q := list.list[name]; q.Sign() < 0 {
+			if !strings.Contains(string(name), "/") && !standardContainerResource(name) {
+				errs = append(errs, field.Invalid(p, string(name), "must be a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-<size>) or a prefixed extended resource"))
+			}
+			q := list.list[name]
+			if q.Sign() < 0 {
 				errs = append(errs, field.Invalid(p, q.String(), "must not be negative"))
+			}
+			if extendedResource(name) && !q.IsZero() && q.MilliValue()%1000 != 0 {
+				errs = append(errs, field.Invalid(p, q.String(), "must be an integer"))
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
 		req := r.Requests[name]
-		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
-				fmt.Sprintf("must not exceed its limit (%s)", limit.String())))
+		p := path.Child("requests").Key(string(name))
+		limit, ok := r.Limits[name]
+		switch {
+		case ok && !overcommitAllowed(name) && req.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(p, req.String(), fmt.Sprintf("must equal its limit (%s): %s cannot be overcommitted", limit.String(), name)))
+		case ok && req.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(p, req.String(), fmt.Sprintf("must not exceed its limit (%s)", limit.String())))
+		case !ok && !overcommitAllowed(name):
+			errs = append(errs, field.Required(path.Child("limits").Key(string(name)), fmt.Sprintf("a limit must be set for %s, which cannot be overcommitted", name)))
 		}
 	}
 	return errs
+}
+
+// standardContainerResource, extendedResource and overcommitAllowed are the API server's rules
+// for a container's resources (k8s.io/kubernetes pkg/apis/core/helper): a Job whose pods break
+// them is refused.
+func standardContainerResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+func nativeResource(name corev1.ResourceName) bool {
+	return !strings.Contains(string(name), "/") || strings.Contains(string(name), "kubernetes.io/")
+}
+
+func extendedResource(name corev1.ResourceName) bool {
+	return !nativeResource(name) && !strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix)
+}
+
+func overcommitAllowed(name corev1.ResourceName) bool {
+	return nativeResource(name) && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 func validateSchedule(s *Schedule, path *field.Path) field.ErrorList {
