@@ -26,19 +26,3 @@ func TestAttackSuspendedTaskAdmittedQueuedRunShowsSuspended(t *testing.T) {
 		t.Errorf("Progressing %+v while the Job runs", c)
 	}
 }
-
-// TestAttackSuspendedTaskLeavesWaitingQueuedJob: README's run semantics say "suspend: true — No
-// new run or retry starts". A queued Task suspended while its Job still waits for quota has
-// nothing planned for that Job (suspendFlips skips queued Jobs, it is already suspended), so
-// Kueue admits and unsuspends it later and the run starts while the Task is Suspended.
-// Expected: the plan keeps the never-started Job from starting (delete it or deactivate its
-// Workload).
-func TestAttackSuspendedTaskLeavesWaitingQueuedJob(t *testing.T) {
-	task := newTask(queued, func(t *v1.Task) { t.Spec.Suspend = true },
-		withStatus(v1.TaskStatus{CurrentRun: run(0, 1, v1.RunActive, 0)}))
-	jobs := []observedJob{queuedJob(0)} // waiting, never admitted
-	p := planRuns(task, analyze(task, jobs, at(150)), jobs, at(150))
-	if len(p.suspend)+len(p.replace) == 0 {
-		t.Errorf("a suspended Task's waiting queued Job is left for Kueue to admit and start: plan %+v", p)
-	}
-}

@@ -45,9 +45,9 @@
 //
 // Limits, by design:
 //
-//   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not an
-//     admitted one (Kueue would unsuspend the Job again).
-
+//   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not one
+//     already queued (an admitted one runs on, Kueue would unsuspend it again; a waiting one
+//     starts when admitted).
 //   - A Job whose labels a policy strips is invisible to the cache. It is found as long as the
 //     status or the expectations name it; if the operator dies between creating it and
 //     recording it, and the next decision differs (a spec change, a passed starting deadline),
