@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -43,6 +44,13 @@ func READMEBlocks(t testing.TB, want ...string) map[string]string {
 // plane's kubeconfig, stopping at the first command that fails; it returns the block's output.
 func RunREADME(t testing.TB, cp *ControlPlane, name, block string, timeout time.Duration) string {
 	t.Helper()
+	return RunREADMEWith(t, "KUBECONFIG="+cp.KubeconfigPath, name, block, timeout)
+}
+
+// RunREADMEWith is RunREADME with env added to the block's environment instead of a control
+// plane's kubeconfig, for a block that starts its own cluster.
+func RunREADMEWith(t testing.TB, env, name, block string, timeout time.Duration) string {
+	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +59,19 @@ func RunREADME(t testing.TB, cp *ControlPlane, name, block string, timeout time.
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-x", "-c", block)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath)
+	cmd.Env = append(os.Environ(), env)
+	// Its own process group, so that whatever the block left in the background (a failed block
+	// never reaches its kill %1) is stopped with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second // a background process still holding the output
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
 	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	t.Logf("README %s (%s):\n    %s", name, time.Since(began).Round(time.Millisecond),
 		strings.ReplaceAll(strings.TrimRight(out.String(), "\n"), "\n", "\n    "))
 	if err != nil {
