@@ -187,6 +187,56 @@ func decodeJSON(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
+// decodeForConversion decodes a Task for conversion alone: metadata.managedFields, often the
+// larger half of an object and the same at every version, stays raw JSON and is written back
+// as it came, never decoded into maps nor encoded from them.
+func decodeForConversion(data []byte) (map[string]any, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, err
+	}
+	obj := make(map[string]any, len(top))
+	for key, raw := range top {
+		var err error
+		if key == "metadata" {
+			obj[key], err = decodeMetadata(raw)
+		} else {
+			obj[key], err = decodeValue(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return obj, nil
+}
+
+// decodeMetadata decodes metadata but for managedFields; metadata that is not an object is
+// decoded whole, for Convert to reject.
+func decodeMetadata(raw json.RawMessage) (any, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return decodeValue(raw)
+	}
+	meta := make(map[string]any, len(fields))
+	for key, v := range fields {
+		if key == "managedFields" {
+			meta[key] = v
+			continue
+		}
+		var err error
+		if meta[key], err = decodeValue(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return meta, nil
+}
+
+func decodeValue(raw json.RawMessage) (any, error) {
+	var v any
+	err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v)
+	return v, err
+}
+
 // DecodeObject decodes a Task sent as JSON (by the apiserver, to a webhook).
 func DecodeObject(data []byte) (map[string]any, error) {
 	obj, err := decodeJSON(data)

@@ -150,23 +150,23 @@ func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, e
 	exact := deepCopy(baseline).(body)
 	apply(exact, p.Patch)
 
-	pureBody, err := toBody(pure)
-	if err != nil {
-		return nil, err
-	}
-	edited, err := s.restoreHidden(pureBody, canonical, p)
-	if err != nil {
-		return nil, err
-	}
-	if edited, err = withDefaults(edited); err != nil {
-		return nil, err
-	}
-
+	// Most spoke objects come straight from a down-conversion, unedited: the edited body is
+	// built only for a part that changed, as it costs several typed round trips.
+	var edited body
 	result := body{}
-	for part, was := range map[string]string{"spec": p.SpecFingerprint, "status": p.StatusFingerprint} {
-		source := edited
-		if fingerprint(canonical[part]) == was {
-			source = exact
+	for _, part := range []string{"spec", "status"} {
+		was := p.SpecFingerprint
+		if part == "status" {
+			was = p.StatusFingerprint
+		}
+		source := exact
+		if fingerprint(canonical[part]) != was {
+			if edited == nil {
+				if edited, err = s.editedBody(pure, canonical, p); err != nil {
+					return nil, err
+				}
+			}
+			source = edited
 		}
 		if v, ok := source[part]; ok {
 			result[part] = v
@@ -177,6 +177,20 @@ func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, e
 		return nil, fmt.Errorf("metadata.annotations[%s]: %w", PreservedAnnotation, err)
 	}
 	return result, nil
+}
+
+// editedBody is the hub body of a spoke edited since p was made: what the spoke says, the
+// hidden fields the edit leaves standing, and defaults.
+func (s spoke) editedBody(pure *taskv1.Task, canonical body, p *preserved) (body, error) {
+	pureBody, err := toBody(pure)
+	if err != nil {
+		return nil, err
+	}
+	edited, err := s.restoreHidden(pureBody, canonical, p)
+	if err != nil {
+		return nil, err
+	}
+	return withDefaults(edited)
 }
 
 // restoreHidden adds to the pure body of an edited spoke the hidden fields of p that the edit
