@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -83,8 +84,9 @@ func newRateLimiter(opts Options) workqueue.TypedRateLimiter[reconcile.Request] 
 }
 
 // CacheOptions are the cache settings the controller needs; merge them into the manager's
-// options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster), and
-// managed fields are stripped from every cached object.
+// options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster),
+// managed fields are stripped from every cached object, and Jobs lose their pod template too
+// (stripJob): the cache keeps only what the controller reads.
 func CacheOptions() cache.Options {
 	hasTask, err := labels.NewRequirement(v1.LabelTaskName, selection.Exists, nil)
 	if err != nil {
@@ -92,10 +94,22 @@ func CacheOptions() cache.Options {
 	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask)},
+			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask), Transform: stripJob},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
+}
+
+// stripJob drops what the controller never reads of a Job: its managed fields and its pod
+// template, most of a Job's size (the script, the image, the environment). Cached Jobs are
+// only ever patched (merge patches of the fields changed), never updated whole, so the missing
+// template is never written back.
+func stripJob(obj any) (any, error) {
+	if job, ok := obj.(*batchv1.Job); ok {
+		job.ManagedFields = nil
+		job.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return obj, nil
 }
 
 // jobChanged lets through the Job updates the controller acts on — a terminal condition,
