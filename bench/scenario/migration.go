@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -64,51 +66,143 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 	cfg := rest.CopyConfig(e.Cfg)
 	cfg.QPS, cfg.Burst = -1, 0 // the tools' own settings decide their pace
 
-	var runTime, svmTime time.Duration
-	for _, method := range []string{"migrate.Run", "StorageVersionMigration"} {
+	rates := map[string]float64{}
+	for _, method := range migrationMethods {
+		n := n
+		if method == methodSVM && n > svmMaxTasks {
+			n = svmMaxTasks
+		}
 		if err := prepareFixture(ctx, e, up, n); err != nil {
 			return fmt.Errorf("%s fixture: %w", method, err)
 		}
 		e.Logf("migrating %d Tasks with %s", n, method)
-		var d time.Duration
-		switch method {
-		case "migrate.Run":
-			sum, err := migrate.Run(ctx, cfg, migrate.Options{})
-			if err != nil {
-				return fmt.Errorf("migrate.Run: %w", err)
-			}
-			d, runTime = sum.Duration, sum.Duration
-			r.Violation("migrate.Run failed rewrites", sum.Failed, fmt.Sprintf("%d rewritten, %d conflicts; default options (page %d, concurrency %d)",
-				sum.Rewritten, sum.Conflicts, migrate.DefaultPageSize, migrate.DefaultConcurrency))
-		default:
-			var err error
-			svmCtx, cancel := context.WithTimeout(ctx, timeoutFor(n, 3*time.Minute, 100*time.Millisecond))
-			d, err = migrate.RunStorageVersionMigration(svmCtx, cfg, fmt.Sprintf("bench-%d", time.Now().UnixNano()))
-			cancel()
-			if err != nil {
-				return fmt.Errorf("StorageVersionMigration: %w", err)
-			}
-			svmTime = d
-		}
-		r.Addf(method, fmt.Sprintf("%.0f objects/s", rate(n, d)), "%s", secs(d))
-		stored, err := storedVersionCounts(ctx, up)
+		stop, err := watchConversions(ctx, e, up)
 		if err != nil {
 			return err
 		}
-		r.Violation(method+": Tasks not at v1 in etcd", n-stored[taskv1.GroupVersion.String()], fmt.Sprintf("etcd encodings after: %v", stored))
-		sv, err := up.CRDStoredVersions(ctx)
+		var waitProfiles func() error
+		if method == methodMigrate && n >= profileMinTasks {
+			dir := filepath.Join(os.TempDir(), fmt.Sprintf("task-operator-bench-profiles-%d", time.Now().Unix()))
+			if waitProfiles, err = profiles(ctx, e, dir, profileWindow); err != nil {
+				return err
+			}
+			r.Add(method+": CPU profiles", dir, fmt.Sprintf("the first %s: this process (the /convert handler and the migrating client) and kube-apiserver", profileWindow))
+		}
+		d, err := runMigration(ctx, e, up, cfg, method, n, r)
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(sv, []string{"v1"}) {
-			r.Violation(method+": storedVersions not trimmed", 1, fmt.Sprintf("%v", sv))
+		if waitProfiles != nil {
+			if err := waitProfiles(); err != nil {
+				return fmt.Errorf("profiles: %w", err)
+			}
+		}
+		rates[method] = rate(n, d)
+		load, err := stop()
+		if err != nil {
+			return err
+		}
+		r.Addf(method, fmt.Sprintf("%.0f objects/s, %d Tasks", rate(n, d), n), "%s", secs(d))
+		load.report(r, method, n)
+		if err := checkMigrated(ctx, up, method, n, r); err != nil {
+			return err
 		}
 	}
 	r.Addf("Tasks migrated per method", "stored at v1alpha1 under the previous release's CRD", "%d", n)
-	if runTime > 0 {
-		r.Addf("StorageVersionMigration ÷ migrate.Run", "time ratio", "%.2f", svmTime.Seconds()/runTime.Seconds())
+	if rates[methodBare] > 0 {
+		r.Addf("migrate.Run speed ÷ bare client", fmt.Sprintf("objects/s; same workers (%d) and pages (%d); goal ≥ 0.9", migrate.DefaultConcurrency, migrate.DefaultPageSize),
+			"%.2f", rates[methodMigrate]/rates[methodBare])
+		r.Addf("StorageVersionMigration speed ÷ migrate.Run", "objects/s", "%.2f", rates[methodSVM]/rates[methodMigrate])
+	}
+	return probeHistories(ctx, e, up, cfg, max(5, min(20, n/10)), r)
+}
+
+// The methods a migration is timed with, in order.
+const (
+	methodBare    = "bare client"
+	methodMigrate = "migrate.Run"
+	methodSVM     = "StorageVersionMigration"
+)
+
+var migrationMethods = []string{methodBare, methodMigrate, methodSVM}
+
+// svmMaxTasks caps the StorageVersionMigration's fixture: the in-tree controller rewrites about
+// 10 objects/s here, so 10,000 Tasks would take some 17 minutes of a bench run for one figure
+// that objects/s already gives.
+const svmMaxTasks = 2000
+
+// Profiles are taken of the first profileWindow of migrate.Run, at profileMinTasks or more.
+const (
+	profileMinTasks = 2000
+	profileWindow   = 15 * time.Second
+)
+
+// runMigration runs one method over the n Tasks of the fixture and times it.
+func runMigration(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cfg *rest.Config, method string, n int, r *Result) (time.Duration, error) {
+	switch method {
+	case methodBare:
+		began := time.Now()
+		done, err := bareRewrite(ctx, up, migrate.DefaultPageSize, migrate.DefaultConcurrency)
+		if err != nil {
+			return 0, fmt.Errorf("bare client: %w", err)
+		}
+		if done != n {
+			return 0, fmt.Errorf("bare client rewrote %d Tasks, want %d", done, n)
+		}
+		return time.Since(began), nil
+	case methodMigrate:
+		sum, err := migrate.Run(ctx, cfg, migrate.Options{})
+		if err != nil {
+			return 0, fmt.Errorf("migrate.Run: %w", err)
+		}
+		r.Violation("migrate.Run failed rewrites", sum.Failed, fmt.Sprintf("%d rewritten, %d conflicts; default options (page %d, concurrency %d)",
+			sum.Rewritten, sum.Conflicts, migrate.DefaultPageSize, migrate.DefaultConcurrency))
+		return sum.Duration, nil
+	default:
+		svmCtx, cancel := context.WithTimeout(ctx, timeoutFor(n, 3*time.Minute, 100*time.Millisecond))
+		defer cancel()
+		d, err := migrate.RunStorageVersionMigration(svmCtx, cfg, fmt.Sprintf("bench-%d", time.Now().UnixNano()))
+		if err != nil {
+			return 0, fmt.Errorf("StorageVersionMigration: %w", err)
+		}
+		return d, nil
+	}
+}
+
+// checkMigrated counts, in etcd, the Tasks a method left at another version than v1. The bare
+// client does not trim storedVersions; the others must.
+func checkMigrated(ctx context.Context, up *testenv.Upgrade, method string, n int, r *Result) error {
+	stored, err := storedVersionCounts(ctx, up)
+	if err != nil {
+		return err
+	}
+	r.Violation(method+": Tasks not at v1 in etcd", n-stored[taskv1.GroupVersion.String()], fmt.Sprintf("etcd encodings after: %v", stored))
+	if method == methodBare {
+		return nil
+	}
+	sv, err := up.CRDStoredVersions(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(sv, []string{"v1"}) {
+		r.Violation(method+": storedVersions not trimmed", 1, fmt.Sprintf("%v", sv))
 	}
 	return nil
+}
+
+// probeHistories measures the conversion calls of each write path on k Tasks of each history,
+// then migrates them and measures the v1alpha1 ones again: what migrate leaves behind.
+func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cfg *rest.Config, k int, r *Result) error {
+	if err := prepareFixture(ctx, e, up, 0); err != nil {
+		return fmt.Errorf("write probes: %w", err)
+	}
+	if err := probeWrites(ctx, e, up, k, r); err != nil {
+		return err
+	}
+	if _, err := migrate.Run(ctx, cfg, migrate.Options{}); err != nil {
+		return fmt.Errorf("migrate.Run of the probed Tasks: %w", err)
+	}
+	return probePaths(ctx, e, up, k, r, histories[1], " then migrated")
 }
 
 // prepareFixture leaves n Tasks stored at v1alpha1 under this release's CRD.

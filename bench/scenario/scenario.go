@@ -92,8 +92,9 @@ var All = []Scenario{
 	{"idle", Measurement, one, Size{Tasks: 30, Gap: 10 * time.Second}, Size{Tasks: 2000, Gap: time.Minute}, idle},
 	// LISTs of Tasks at every version, Reps per version; the converter's Go benchmarks at Benchtime.
 	{"conversion", Measurement, one, Size{Tasks: 100, Reps: 2, Benchtime: "200x"}, Size{Tasks: 5000, Reps: 5, Benchtime: "1s"}, convert},
-	// Peak RSS of a fresh operator after Tasks ran.
-	{"memory", Measurement, oneFresh, Size{Tasks: 50}, Size{Tasks: 10000}, memory},
+	// Peak RSS of a fresh operator with Tasks suspended Tasks and as many labelled Jobs in the
+	// cluster, after Reps Tasks ran.
+	{"memory", Measurement, oneFresh, Size{Tasks: 50, Reps: 20}, Size{Tasks: 10000, Reps: 200}, memory},
 	// Reps SIGKILLs of the operator, a random 0..2×Gap apart (Seed), while Tasks run.
 	{"kill", Fault, one, Size{Tasks: 20, Reps: 3, Gap: time.Second, Seed: 1}, Size{Tasks: 1000, Reps: 20, Gap: 3 * time.Second, Seed: 1}, kill},
 	// The leader's SIGKILL while Tasks are created.

@@ -191,58 +191,125 @@ func idle(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	return nil
 }
 
-// memory, on a fresh operator, runs s.Tasks Tasks to completion and reads the process's
-// peak RSS, with every Task and Job of the cluster in its cache.
+// memory, on a fresh operator, fills the cluster with s.Tasks suspended Tasks and as many Jobs
+// labelled as the operator labels its own (suspended, owned by no Task: the cache holds them,
+// nothing runs them), runs s.Reps Tasks to completion so that the operator's own Jobs are cached
+// too, and reads the process's peak RSS once every Task has a status.
 func memory(ctx context.Context, e *harness.Env, s Size, r *Result) error {
-	const ns = "bench-memory"
-	if err := e.EnsureNamespace(ctx, ns); err != nil {
-		return err
+	const ns, jobsNS = "bench-memory", "bench-memory-jobs"
+	for _, n := range []string{ns, jobsNS} {
+		if err := e.EnsureNamespace(ctx, n); err != nil {
+			return err
+		}
 	}
 	op := e.Operators()[0]
 	hwm0, _, err := op.Memory()
 	if err != nil {
 		return err
 	}
-	r.Addf("peak RSS after start-up", "VmHWM, before the scenario's Tasks", "%.1f MiB", mib(hwm0))
-	tr := e.Track(ctx, ns)
-	defer tr.Stop()
-	e.Logf("creating %d Tasks", s.Tasks)
-	if _, err := e.CreateTasks(ctx, ns, "m", s.Tasks, e.Workers, false, nil); err != nil {
+	r.Addf("peak RSS after start-up", "VmHWM, before the scenario's objects", "%.1f MiB", mib(hwm0))
+	began := time.Now()
+	e.Logf("creating %d suspended Tasks and %d labelled Jobs", s.Tasks, s.Tasks)
+	suspend := func(_ int, t *taskv1.Task) { t.Spec.Suspend = true }
+	if _, err := e.CreateTasks(ctx, ns, "rest", s.Tasks, e.Workers, true, suspend); err != nil {
 		return err
 	}
-	if err := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 2*time.Minute, time.Second)); err != nil {
+	if err := testenv.Parallel(ctx, s.Tasks, e.Workers, func(ctx context.Context, i int) error {
+		return e.Client.Create(ctx, restingJob(jobsNS, i))
+	}); err != nil {
+		return fmt.Errorf("create labelled Jobs: %w", err)
+	}
+	e.Logf("running %d Tasks", s.Reps)
+	if err := runTasks(ctx, e, ns, "m", s.Reps); err != nil {
 		return err
 	}
-	_, last := tr.Last()
+	if err := waitStatuses(ctx, e, ns, s.Tasks+s.Reps, timeoutFor(s.Tasks, 2*time.Minute, 100*time.Millisecond)); err != nil {
+		return err
+	}
+	settled := time.Since(began)
 	time.Sleep(3 * time.Second)
 	hwm, rss, err := op.Memory()
 	if err != nil {
 		return err
 	}
-	var tasks metav1.PartialObjectMetadataList
-	tasks.SetGroupVersionKind(taskv1.GroupVersion.WithKind("TaskList"))
-	if err := e.Client.List(ctx, &tasks); err != nil {
+	tasks, jobs, err := clusterCounts(ctx, e)
+	if err != nil {
 		return err
 	}
-	var jobs metav1.PartialObjectMetadataList
-	jobs.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
-	if err := e.Client.List(ctx, &jobs); err != nil {
-		return err
-	}
-	r.Addf("Tasks run", fmt.Sprintf("all Succeeded after %s", secs(last)), "%d", s.Tasks)
-	r.Addf("Tasks / Jobs in the cluster", "all cached by the operator", "%d / %d", len(tasks.Items), len(jobs.Items))
-	r.Addf("peak RSS (VmHWM)", fmt.Sprintf("pid %d, /proc/<pid>/status", op.PID()), "%.1f MiB", mib(hwm))
+	r.Addf("Tasks / Jobs in the cluster", fmt.Sprintf("all cached by the operator; %d suspended Tasks and %d labelled Jobs created, %d Tasks run; every Task had a status after %s",
+		s.Tasks, s.Tasks, s.Reps, secs(settled)), "%d / %d", tasks, jobs)
+	r.Addf("peak RSS (VmHWM)", fmt.Sprintf("pid %d, /proc/<pid>/status; goal ≤ 200 MiB at 10,000 Tasks + 10,000 Jobs", op.PID()), "%.1f MiB", mib(hwm))
 	r.Addf("RSS now (VmRSS)", "", "%.1f MiB", mib(rss))
-	if len(tasks.Items) > 0 {
-		r.Addf("peak RSS above start-up per Task", "(VmHWM − start-up VmHWM) ÷ Tasks in cluster", "%.1f KiB", float64(hwm-hwm0)/1024/float64(len(tasks.Items)))
+	if objects := tasks + jobs; objects > 0 {
+		r.Addf("peak RSS above start-up per 1,000 cached objects", "(VmHWM − start-up VmHWM) ÷ (Tasks + Jobs in the cluster) × 1,000", "%.1f MiB",
+			mib(hwm-hwm0)*1000/float64(objects))
 	}
 	c, err := e.Check(ctx, ns)
 	if err != nil {
 		return err
 	}
 	r.Violation("duplicate Jobs", c.Duplicates, "")
-	r.Violation("non-terminal Tasks", c.NonTerminal, "")
-	return nil
+	r.Violation("Jobs of suspended Tasks", c.Jobs-s.Reps, fmt.Sprintf("%d Jobs in %s for %d Tasks run", c.Jobs, ns, s.Reps))
+	e.Logf("deleting the scenario's Tasks and Jobs")
+	if err := e.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(jobsNS), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return fmt.Errorf("delete labelled Jobs: %w", err)
+	}
+	return e.DeleteTasks(ctx, ns, timeoutFor(s.Tasks, 2*time.Minute, 50*time.Millisecond))
+}
+
+// restingJob is the i-th Job labelled as the operator labels its own, with a pod template of
+// the same shape, suspended and owned by no Task.
+func restingJob(ns string, i int) *batchv1.Job {
+	name := fmt.Sprintf("resting-%05d", i)
+	labels := map[string]string{taskv1.LabelTaskName: name, taskv1.LabelRun: "1", taskv1.LabelAttempt: "1", harness.BenchLabel: "true"}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: batchv1.JobSpec{
+			Suspend: ptr(true), Parallelism: ptr(int32(1)), Completions: ptr(int32(1)), BackoffLimit: ptr(int32(0)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "task", Image: "busybox:1.37", Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo resting job %d && sleep 1", i)},
+						Env: []corev1.EnvVar{{Name: "TASK_NAME", Value: name}, {Name: "TASK_ATTEMPT", Value: "1"}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// waitStatuses waits until n Tasks in ns have a status for their current generation.
+func waitStatuses(ctx context.Context, e *harness.Env, ns string, n int, timeout time.Duration) error {
+	return testenv.Poll(ctx, timeout, 2*time.Second, fmt.Sprintf("%d Tasks in %s to have a status", n, ns), func(ctx context.Context) (bool, error) {
+		var tasks taskv1.TaskList
+		if err := e.Client.List(ctx, &tasks, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, t := range tasks.Items {
+			if t.Status.ObservedGeneration == t.Generation {
+				done++
+			}
+		}
+		return done >= n, nil
+	})
+}
+
+// clusterCounts counts every Task and every Job in the cluster.
+func clusterCounts(ctx context.Context, e *harness.Env) (tasks, jobs int, err error) {
+	var tl metav1.PartialObjectMetadataList
+	tl.SetGroupVersionKind(taskv1.GroupVersion.WithKind("TaskList"))
+	if err := e.Client.List(ctx, &tl); err != nil {
+		return 0, 0, err
+	}
+	var jl metav1.PartialObjectMetadataList
+	jl.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
+	if err := e.Client.List(ctx, &jl); err != nil {
+		return 0, 0, err
+	}
+	return len(tl.Items), len(jl.Items), nil
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

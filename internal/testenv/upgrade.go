@@ -137,6 +137,9 @@ func NewUpgrade(ctx context.Context, cp *ControlPlane) (*Upgrade, error) {
 // Close stops the conversion server.
 func (u *Upgrade) Close() error { return u.convert.Close() }
 
+// Conversion is the server that converts Tasks while no operator runs.
+func (u *Upgrade) Conversion() *ConversionServer { return u.convert }
+
 // Tasks is the Task resource at version in namespace, through a client without rate limits.
 func (u *Upgrade) Tasks(version, namespace string) dynamic.ResourceInterface {
 	return u.dyn.Resource(taskv1.ResourceAt(version)).Namespace(namespace)

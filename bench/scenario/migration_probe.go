@@ -1,0 +1,179 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
+)
+
+// bareRewrite is the baseline a migration is judged against: what any client does to rewrite
+// every Task at the storage version, with no checkpoint, progress or trim. It LISTs pages of
+// pageSize at v1 and PUTs each Task back unchanged with workers in flight, reading a Task again
+// after a conflict.
+func bareRewrite(ctx context.Context, up *testenv.Upgrade, pageSize int64, workers int) (int, error) {
+	items := make(chan unstructured.Unstructured, workers)
+	var (
+		mu        sync.Mutex
+		rewritten int
+		errs      []error
+		wg        sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for obj := range items {
+				err := putUnchanged(ctx, up, &obj)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					rewritten++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	listErr := listPages(ctx, up, pageSize, items)
+	close(items)
+	wg.Wait()
+	return rewritten, errors.Join(append(errs, listErr)...)
+}
+
+func listPages(ctx context.Context, up *testenv.Upgrade, pageSize int64, items chan<- unstructured.Unstructured) error {
+	cont := ""
+	for {
+		page, err := up.Tasks("v1", metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
+		if err != nil {
+			return fmt.Errorf("list tasks: %w", err)
+		}
+		for _, item := range page.Items {
+			items <- item
+		}
+		if cont = page.GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}
+
+func putUnchanged(ctx context.Context, up *testenv.Upgrade, obj *unstructured.Unstructured) error {
+	tasks := up.Tasks("v1", obj.GetNamespace())
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh, err := tasks.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj = fresh
+		}
+		first = false
+		_, err := tasks.Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rewrite %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// conversionLoad is what the conversion webhook served while one method ran: the apiserver's
+// histogram of its calls and the handler's own time per request.
+type conversionLoad struct {
+	apiserver harness.Conversions
+	handler   []time.Duration
+}
+
+// watchConversions records the conversion load of whatever runs between it and the returned
+// stop.
+func watchConversions(ctx context.Context, e *harness.Env, up *testenv.Upgrade) (stop func() (conversionLoad, error), err error) {
+	before, err := harness.APIServerConversions(ctx, e.Kube, taskv1.CRDName)
+	if err != nil {
+		return nil, err
+	}
+	up.Conversion().HandlerTimes()
+	return func() (conversionLoad, error) {
+		// The watch cache decodes a write's event after the write returns.
+		time.Sleep(time.Second)
+		after, err := harness.APIServerConversions(ctx, e.Kube, taskv1.CRDName)
+		if err != nil {
+			return conversionLoad{}, err
+		}
+		return conversionLoad{apiserver: after.Sub(before), handler: up.Conversion().HandlerTimes()}, nil
+	}, nil
+}
+
+// report adds the rows of one method's conversion load for n objects.
+func (l conversionLoad) report(r *Result, method string, n int) {
+	total := l.apiserver.Total()
+	r.Addf(method+": conversion calls per object", "apiserver_crd_conversion_webhook_duration_seconds, by from→to: "+l.apiserver.PerObject(n),
+		"%.2f", total.Count/float64(max(n, 1)))
+	if total.Count == 0 {
+		return
+	}
+	r.Addf(method+": conversion call, apiserver p50 / p99", fmt.Sprintf("%.0f%% of calls ≤ 1 ms, %.0f%% ≤ 2 ms; mean %.2f ms; the histogram's first bucket is 1 ms",
+		100*total.Within(0.001), 100*total.Within(0.002), 1000*total.Sum/total.Count),
+		"%.2f ms / %.2f ms", 1000*total.Quantile(0.5), 1000*total.Quantile(0.99))
+	if len(l.handler) == 0 {
+		return
+	}
+	d := slices.Clone(l.handler)
+	slices.Sort(d)
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	r.Addf(method+": conversion call, handler p50 / p99", fmt.Sprintf("%d requests timed inside the /convert handler; mean %s", len(d), (sum/time.Duration(len(d))).Round(time.Microsecond)),
+		"%s / %s", quantile(d, 0.5).Round(time.Microsecond), quantile(d, 0.99).Round(time.Microsecond))
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// profiles takes CPU profiles of this process (the conversion handler, and the migrating
+// client) and of the kube-apiserver for window, into dir.
+func profiles(ctx context.Context, e *harness.Env, dir string, window time.Duration) (wait func() error, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	local, err := os.Create(filepath.Join(dir, "bench-process.cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(local); err != nil {
+		_ = local.Close()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		raw, err := e.Kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", fmt.Sprint(int(window.Seconds()))).Timeout(window + time.Minute).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "kube-apiserver.cpu.pprof"), raw, 0o644)
+		}
+		done <- err
+	}()
+	timer := time.NewTimer(window)
+	return func() error {
+		<-timer.C
+		pprof.StopCPUProfile()
+		return errors.Join(local.Close(), <-done)
+	}, nil
+}

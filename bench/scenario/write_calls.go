@@ -1,0 +1,144 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
+)
+
+const callsNS = "bench-calls"
+
+// A history is how the probed Tasks came to be: created at v1, or created and given a status
+// at v1alpha1 as the previous release's users and operator did (their managedFields entries say
+// v1alpha1).
+type history struct {
+	name   string
+	prefix string
+	create func(ctx context.Context, up *testenv.Upgrade, name string, i int) error
+}
+
+var histories = []history{
+	{"created at v1", "v1-", createAtV1},
+	{"created at v1alpha1", "v1alpha1-", createAtV1alpha1},
+}
+
+func createAtV1(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+	obj := testenv.V1alpha1Task(callsNS, name, i)
+	obj.SetAPIVersion("example.com/v1")
+	spec := map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": fmt.Sprintf("echo %d", i)}}}
+	obj.Object["spec"] = spec
+	_, err := up.Tasks("v1", callsNS).Create(ctx, obj, metav1.CreateOptions{})
+	return err
+}
+
+func createAtV1alpha1(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+	tasks := up.Tasks(v1alpha1.GroupVersion.Version, callsNS)
+	created, err := tasks.Create(ctx, testenv.V1alpha1Task(callsNS, name, i), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Object["status"] = testenv.V1alpha1Status(name, i)
+	_, err = tasks.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+// A writePath is one way a client writes a Task that exists.
+type writePath struct {
+	name  string
+	write func(ctx context.Context, up *testenv.Upgrade, name string, i int) error
+}
+
+// writePaths come in this order because the last one records a v1alpha1 managedFields entry
+// again.
+var writePaths = []writePath{
+	{"update at v1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+		return relabel(ctx, up, "v1", name, i)
+	}},
+	{"status merge patch at v1", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+		patch := fmt.Appendf(nil, `{"status":{"lastError":"probe %d"}}`, i)
+		_, err := up.Tasks("v1", callsNS).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	}},
+	{"server-side apply at v1 (a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+		patch := fmt.Appendf(nil, `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":%q,"labels":{"bench-apply":"%d"}}}`, name, i)
+		_, err := up.Tasks("v1", callsNS).Patch(ctx, name, types.ApplyPatchType, patch, metav1.PatchOptions{FieldManager: "bench-apply", Force: new(true)})
+		return err
+	}},
+	{"update at v1alpha1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+		return relabel(ctx, up, v1alpha1.GroupVersion.Version, name, i)
+	}},
+}
+
+func relabel(ctx context.Context, up *testenv.Upgrade, version, name string, i int) error {
+	tasks := up.Tasks(version, callsNS)
+	obj, err := tasks.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	labels := obj.GetLabels()
+	labels["bench-relabel-"+version] = fmt.Sprint(i)
+	obj.SetLabels(labels)
+	_, err = tasks.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
+// probeWrites creates k Tasks of each history and writes each by every path, one path at a
+// time and nothing else writing Tasks meanwhile, and reports the conversion calls each costs.
+func probeWrites(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int, r *Result) error {
+	if err := e.EnsureNamespace(ctx, callsNS); err != nil {
+		return err
+	}
+	for _, h := range histories {
+		if err := measureCalls(ctx, e, up, k, r, "create: "+h.name, func(ctx context.Context, i int) error {
+			return h.create(ctx, up, probeName(h, i), i)
+		}); err != nil {
+			return err
+		}
+		if err := probePaths(ctx, e, up, k, r, h, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probePaths measures every write path on the k Tasks of history h.
+func probePaths(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int, r *Result, h history, when string) error {
+	for _, p := range writePaths {
+		err := measureCalls(ctx, e, up, k, r, h.name+when+": "+p.name, func(ctx context.Context, i int) error {
+			return p.write(ctx, up, probeName(h, i), i)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeName(h history, i int) string { return fmt.Sprintf("calls-%s%03d", h.prefix, i) }
+
+// measureCalls runs write for i in [0, k), one after another, and reports the apiserver's
+// conversion calls per write.
+func measureCalls(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int, r *Result, what string, write func(ctx context.Context, i int) error) error {
+	stop, err := watchConversions(ctx, e, up)
+	if err != nil {
+		return err
+	}
+	for i := range k {
+		if err := write(ctx, i); err != nil {
+			return fmt.Errorf("%s, Task %d: %w", what, i, err)
+		}
+	}
+	load, err := stop()
+	if err != nil {
+		return err
+	}
+	r.Addf("conversion calls per write: "+what, load.apiserver.PerObject(k), "%.2f", load.apiserver.Total().Count/float64(k))
+	return nil
+}
+
