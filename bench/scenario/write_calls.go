@@ -141,4 +141,3 @@ func measureCalls(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k in
 	r.Addf("conversion calls per write: "+what, load.apiserver.PerObject(k), "%.2f", load.apiserver.Total().Count/float64(k))
 	return nil
 }
-
