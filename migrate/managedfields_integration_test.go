@@ -55,17 +55,17 @@ func TestRunMovesManagedFieldsAndKeepsOwnership(t *testing.T) {
 	alphaTasks := env.upgrade.Tasks("v1alpha1", mfNamespace)
 
 	// At v1alpha1, before the upgrade: three appliers on "owned", sharing replicas.
-	mustApply(ctx, t, alphaTasks, "alpha-applier", false, v1alpha1Object(owned, map[string]any{"team": "a", "tier": "b"},
+	mustApply(ctx, t, alphaTasks, "alpha-applier", v1alpha1Object(owned, map[string]any{"team": "a", "tier": "b"},
 		map[string]any{"type": "shell", "shell": "echo a", "replicas": int64(2), "maxRetry": int64(1)}))
-	mustApply(ctx, t, alphaTasks, "shared-applier", false, v1alpha1Object(owned, nil, map[string]any{"type": "shell", "replicas": int64(2)}))
+	mustApply(ctx, t, alphaTasks, "shared-applier", v1alpha1Object(owned, nil, map[string]any{"type": "shell", "replicas": int64(2)}))
 	status := v1alpha1Object(owned, nil, nil)
 	status.Object["status"] = map[string]any{"state": "Running", "lastJobName": "owned-run-1", "retryCount": int64(1)}
 	if _, err := alphaTasks.ApplyStatus(ctx, owned, status, metav1.ApplyOptions{FieldManager: "alpha-status"}); err != nil {
 		t.Fatalf("apply the status of %s at v1alpha1: %v", owned, err)
 	}
-	mustApply(ctx, t, alphaTasks, "mixed-manager", false, v1alpha1Object(mixed, nil, map[string]any{"type": "shell", "shell": "echo m", "replicas": int64(1)}))
-	mustApply(ctx, t, alphaTasks, "kubectl", false, v1alpha1Object(untranslatable, nil, map[string]any{"type": "http", "url": "https://example.com/u"}))
-	mustApply(ctx, t, alphaTasks, "kubectl", false, v1alpha1Object(bare, nil, map[string]any{"type": "shell", "shell": "true"}))
+	mustApply(ctx, t, alphaTasks, "mixed-manager", v1alpha1Object(mixed, nil, map[string]any{"type": "shell", "shell": "echo m", "replicas": int64(1)}))
+	mustApply(ctx, t, alphaTasks, "kubectl", v1alpha1Object(untranslatable, nil, map[string]any{"type": "http", "url": "https://example.com/u"}))
+	mustApply(ctx, t, alphaTasks, "kubectl", v1alpha1Object(bare, nil, map[string]any{"type": "shell", "shell": "true"}))
 	resetManagedFields(ctx, t, alphaTasks, bare)
 
 	env.upgradeToCurrentRelease(ctx, t)
@@ -73,7 +73,7 @@ func TestRunMovesManagedFieldsAndKeepsOwnership(t *testing.T) {
 	// At v1beta1 and v1: plain updates.
 	betaTasks := env.upgrade.Tasks("v1beta1", mfNamespace)
 	v1Tasks := env.upgrade.Tasks("v1", mfNamespace)
-	mustApply(ctx, t, v1Tasks, "fresh-applier", false, &unstructured.Unstructured{Object: map[string]any{
+	mustApply(ctx, t, v1Tasks, "fresh-applier", &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1Version, "kind": taskv1.Kind,
 		"metadata": map[string]any{"name": fresh, "namespace": mfNamespace},
 		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
@@ -226,7 +226,7 @@ func TestRunMovesManagedFieldsAndKeepsOwnership(t *testing.T) {
 
 	// Ownership kept: alpha-applier re-applies at v1alpha1 without the tier label, and
 	// alpha-status without lastJobName; both go, because their managers still own them.
-	mustApply(ctx, t, alphaTasks, "alpha-applier", false, v1alpha1Object(owned, map[string]any{"team": "a"},
+	mustApply(ctx, t, alphaTasks, "alpha-applier", v1alpha1Object(owned, map[string]any{"team": "a"},
 		map[string]any{"type": "shell", "shell": "echo a", "replicas": int64(2), "maxRetry": int64(1)}))
 	status = v1alpha1Object(owned, nil, nil)
 	status.Object["status"] = map[string]any{"state": "Running", "retryCount": int64(1)}
@@ -248,7 +248,7 @@ func TestRunMovesManagedFieldsAndKeepsOwnership(t *testing.T) {
 		"metadata": map[string]any{"name": owned, "namespace": mfNamespace, "labels": map[string]any{"team": "a"}},
 		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "echo a"}}},
 	}}
-	mustApply(ctx, t, v1Tasks, "alpha-applier", false, v1Apply)
+	mustApply(ctx, t, v1Tasks, "alpha-applier", v1Apply)
 	task = getV1(ctx, t, v1Tasks, owned)
 	if task.Spec.Parallelism != 2 {
 		t.Errorf("after alpha-applier re-applied at v1 without it, parallelism = %d; want 2 (shared-applier owns it)", task.Spec.Parallelism)
@@ -500,9 +500,9 @@ func v1StatusObject(status map[string]any) *unstructured.Unstructured {
 	}}
 }
 
-func mustApply(ctx context.Context, t *testing.T, tasks dynamicTasks, manager string, force bool, obj *unstructured.Unstructured) {
+func mustApply(ctx context.Context, t *testing.T, tasks dynamicTasks, manager string, obj *unstructured.Unstructured) {
 	t.Helper()
-	if _, err := tasks.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: force}); err != nil {
+	if _, err := tasks.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager}); err != nil {
 		t.Fatalf("%s applies %s at %s: %v", manager, obj.GetName(), obj.GetAPIVersion(), err)
 	}
 }
