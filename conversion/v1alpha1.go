@@ -21,6 +21,22 @@ var v1alpha1Spoke = newSpoke(v1alpha1.GroupVersion.Version, v1ToV1alpha1, v1alph
 	},
 })
 
+// v1alpha1Fields is the v1 fields each v1alpha1 field is converted to by v1alpha1ToV1 (see
+// FieldMapping): what server-side apply ownership recorded at v1alpha1 means at v1.
+var v1alpha1Fields = []FieldMapping{
+	{Spoke: "spec.type", Hub: []string{"spec.runner.type"}},
+	{Spoke: "spec.replicas", Hub: []string{"spec.parallelism"}},
+	{Spoke: "spec.shell", Hub: []string{"spec.runner.shell.script"}},
+	{Spoke: "spec.url", Hub: []string{"spec.runner.http.url"}},
+	{Spoke: "spec.maxRetry", Hub: []string{"spec.retry.maxRetries"}},
+	{Spoke: "status.state", Hub: []string{"status.phase"}},
+	// A last Job means at least one run: attempts is filled from either field.
+	{Spoke: "status.lastJobName", Hub: []string{"status.lastJob.name", "status.attempts"}},
+	{Spoke: "status.retryCount", Hub: []string{"status.attempts"}},
+	{Spoke: "status.lastError", Hub: []string{"status.lastError"}},
+	{Spoke: "status.lastUpdateTime", Hub: []string{"status.lastPhaseTransitionTime"}},
+}
+
 var v1alpha1Types = []struct {
 	spoke v1alpha1.TaskType
 	hub   taskv1.RunnerType

@@ -21,6 +21,31 @@ var v1beta1Spoke = newSpoke(v1beta1.GroupVersion.Version, v1ToV1beta1, v1beta1To
 	},
 })
 
+// v1beta1Fields is the v1 fields each v1beta1 field is converted to by v1beta1ToV1 (see
+// FieldMapping): what server-side apply ownership recorded at v1beta1 means at v1.
+var v1beta1Fields = []FieldMapping{
+	{Spoke: "spec.runner.type", Hub: []string{"spec.runner.type"}},
+	{Spoke: "spec.runner.shell.script", Hub: []string{"spec.runner.shell.script"}},
+	{Spoke: "spec.runner.shell.image", Hub: []string{"spec.runner.shell.image"}},
+	{Spoke: "spec.runner.http.url", Hub: []string{"spec.runner.http.url"}},
+	{Spoke: "spec.runner.http.method", Hub: []string{"spec.runner.http.method"}},
+	// A list keyed by name at both versions, of the same name and value fields.
+	{Spoke: "spec.runner.http.headers", Hub: []string{"spec.runner.http.headers"}, Same: true},
+	{Spoke: "spec.parallelism", Hub: []string{"spec.parallelism"}},
+	{Spoke: "spec.maxRetries", Hub: []string{"spec.retry.maxRetries"}},
+	// The same name, but a string at v1beta1 and an object at v1.
+	{Spoke: "spec.schedule", Hub: []string{"spec.schedule.cron"}},
+	{Spoke: "spec.suspend", Hub: []string{"spec.suspend"}},
+	{Spoke: "status.observedGeneration", Hub: []string{"status.observedGeneration"}},
+	{Spoke: "status.phase", Hub: []string{"status.phase"}},
+	{Spoke: "status.conditions", Hub: []string{"status.conditions"}, Same: true},
+	{Spoke: "status.attempts", Hub: []string{"status.attempts"}},
+	{Spoke: "status.lastJobName", Hub: []string{"status.lastJob.name"}},
+	{Spoke: "status.lastError", Hub: []string{"status.lastError"}},
+	{Spoke: "status.startTime", Hub: []string{"status.startTime"}},
+	{Spoke: "status.completionTime", Hub: []string{"status.completionTime"}},
+}
+
 // v1beta1ToV1 says at v1 what a v1beta1 object says, and nothing more.
 func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
 	spec := src.Spec

@@ -38,6 +38,9 @@ type checkpoint struct {
 	Rewritten int `json:"rewritten"`
 	Skipped   int `json:"skipped"`
 	Conflicts int `json:"conflicts"`
+	// ManagedFieldsMoved and ManagedFieldsKept are Summary's counts so far.
+	ManagedFieldsMoved int `json:"managedFieldsMoved,omitempty"`
+	ManagedFieldsKept  int `json:"managedFieldsKept,omitempty"`
 
 	Started time.Time `json:"started"`
 	Updated time.Time `json:"updated"`

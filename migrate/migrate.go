@@ -76,9 +76,10 @@ type migration struct {
 	c       counters
 	rep     *reporter
 
-	mu       sync.Mutex
-	failures []string
-	notes    []string
+	mu         sync.Mutex
+	failures   []string
+	fieldsKept []string
+	notes      []string
 }
 
 func run(ctx context.Context, crds crdStore, storeFor func(schema.GroupVersionResource) taskStore, opts Options) (sum Summary, err error) {
@@ -97,8 +98,11 @@ func run(ctx context.Context, crds crdStore, storeFor func(schema.GroupVersionRe
 		sum.Skipped = int(m.c.skipped.Load())
 		sum.Conflicts = int(m.c.conflicts.Load())
 		sum.Failed = int(m.c.failed.Load())
+		sum.ManagedFieldsMoved = int(m.c.fieldsMoved.Load())
+		sum.ManagedFieldsKept = int(m.c.fieldsKept.Load())
 		m.mu.Lock()
 		sum.Failures = slices.Clone(m.failures)
+		sum.ManagedFieldsKeptSamples = slices.Clone(m.fieldsKept)
 		sum.Notes = slices.Clone(m.notes)
 		m.mu.Unlock()
 		fmt.Fprintln(opts.Progress, sum.String())
@@ -205,6 +209,8 @@ func (m *migration) resumeOrStart(crd *apiextv1.CustomResourceDefinition) (*chec
 	m.c.rewritten.Store(int64(old.Rewritten))
 	m.c.skipped.Store(int64(old.Skipped))
 	m.c.conflicts.Store(int64(old.Conflicts))
+	m.c.fieldsMoved.Store(int64(old.ManagedFieldsMoved))
+	m.c.fieldsKept.Store(int64(old.ManagedFieldsKept))
 	m.rep.baseDone = m.c.done()
 	if old.ListDone {
 		m.note("resuming from checkpoint %s: all %d Tasks were rewritten, only the trim of storedVersions is left", path, old.Total)

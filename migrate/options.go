@@ -8,6 +8,12 @@
 // concurrency makes that safe beside concurrent writers: a Task changed since it was read is
 // answered with a Conflict, read again and rewritten, and never overwritten with stale data.
 //
+// The rewrite also moves the object's managedFields entries recorded at v1alpha1 or v1beta1 to
+// v1, their field paths translated by conversion.FieldMaps (see movedManagedFields): the
+// apiserver converts to the version of every such entry on each later write of the object. An
+// object with a path that has no v1 counterpart keeps its managedFields as they were, and the
+// summary names it.
+//
 // Only when every object has been rewritten, and the CRD's generation and storage version are
 // still what they were when the run started, is status.storedVersions set to [v1].
 //

@@ -61,6 +61,10 @@ func (m *migration) rewriteAll(ctx context.Context, cp *checkpoint) error {
 		m.c.seen.Add(int64(len(items)))
 		if m.opts.DryRun {
 			m.c.rewritten.Add(int64(len(items)))
+			for i := range items {
+				_, fields := withManagedFieldsMoved(&items[i])
+				m.recordManagedFields(items[i].GetNamespace()+"/"+items[i].GetName(), fields)
+			}
 		} else {
 			failedBefore := m.c.failed.Load()
 			m.rewritePage(ctx, items)
@@ -77,6 +81,7 @@ func (m *migration) rewriteAll(ctx context.Context, cp *checkpoint) error {
 			cp.Continue, cp.ListDone = next, next == ""
 			cp.Total, cp.Rewritten = int(m.c.seen.Load()), int(m.c.rewritten.Load())
 			cp.Skipped, cp.Conflicts = int(m.c.skipped.Load()), int(m.c.conflicts.Load())
+			cp.ManagedFieldsMoved, cp.ManagedFieldsKept = int(m.c.fieldsMoved.Load()), int(m.c.fieldsKept.Load())
 			if err := cp.save(m.opts.CheckpointFile); err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}

@@ -11,6 +11,10 @@ import (
 // counters are the live counts of a run, shared by the workers and the progress reporter.
 type counters struct {
 	seen, rewritten, skipped, conflicts, failed atomic.Int64
+	// fieldsMoved counts the Tasks whose managedFields entries at old versions were moved to
+	// v1; fieldsKept those whose entries were left as they were (a path without a v1
+	// counterpart).
+	fieldsMoved, fieldsKept atomic.Int64
 	// total is the estimated number of objects, or 0 while unknown.
 	total atomic.Int64
 }
@@ -81,7 +85,7 @@ func (r *reporter) line(now time.Time) string {
 			eta = (time.Duration(float64(total-done) / rate * float64(time.Second))).Round(time.Second).String()
 		}
 	}
-	return fmt.Sprintf("%s: %d/%s objects%s, rewritten %d, skipped %d, conflicts %d, failed %d, %.1f/s, elapsed %s, ETA %s",
+	return fmt.Sprintf("%s: %d/%s objects%s, rewritten %d, skipped %d, conflicts %d, failed %d, managedFields moved %d kept %d, %.1f/s, elapsed %s, ETA %s",
 		r.name, done, totalText, pct, r.c.rewritten.Load(), r.c.skipped.Load(), r.c.conflicts.Load(), r.c.failed.Load(),
-		rate, elapsed.Round(time.Second), eta)
+		r.c.fieldsMoved.Load(), r.c.fieldsKept.Load(), rate, elapsed.Round(time.Second), eta)
 }

@@ -24,12 +24,14 @@ var (
 	transientRetry = wait.Backoff{Steps: maxTransientRetries, Duration: 200 * time.Millisecond, Factor: 2, Cap: 5 * time.Second}
 )
 
-// rewrite writes obj back unchanged so that the apiserver stores it at the storage version.
+// rewrite writes obj back unchanged so that the apiserver stores it at the storage version, with
+// its managedFields entries recorded at old versions moved to v1 (see movedManagedFields).
 // The Update carries the resourceVersion obj was read at: if the Task changed since, it is read
 // again and the fresh copy is written instead, so a concurrent change is never undone.
 func (m *migration) rewrite(ctx context.Context, obj *unstructured.Unstructured) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}.String()
 	attempts := 0
+	var fields managedFieldsOutcome
 	err := retry.OnError(conflictRetry, apierrors.IsConflict, func() error {
 		if attempts++; attempts > 1 {
 			m.c.conflicts.Add(1)
@@ -39,11 +41,14 @@ func (m *migration) rewrite(ctx context.Context, obj *unstructured.Unstructured)
 			}
 			obj = fresh
 		}
-		return m.update(ctx, obj)
+		var send *unstructured.Unstructured
+		send, fields = withManagedFieldsMoved(obj)
+		return m.update(ctx, send)
 	})
 	switch {
 	case err == nil:
 		m.c.rewritten.Add(1)
+		m.recordManagedFields(key, fields)
 	case ctx.Err() != nil:
 		// cancelled: the page is not checkpointed, a rerun repeats it
 	case apierrors.IsNotFound(err):
@@ -92,6 +97,49 @@ func retriable(err error) bool {
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) && netErr.Timeout()
+}
+
+// managedFieldsOutcome is what became of an object's managedFields.
+type managedFieldsOutcome struct {
+	// moved: entries at old versions were moved to v1.
+	moved bool
+	// kept says why entries at old versions were left as they were; nil if none were.
+	kept error
+}
+
+// withManagedFieldsMoved returns obj as it is to be written: with its managedFields moved to
+// v1, or as it is when none are at an old version or some cannot be moved (obj itself is never
+// modified).
+func withManagedFieldsMoved(obj *unstructured.Unstructured) (*unstructured.Unstructured, managedFieldsOutcome) {
+	moved, ok, err := movedManagedFields(obj.GetManagedFields())
+	switch {
+	case err != nil:
+		return obj, managedFieldsOutcome{kept: err}
+	case !ok:
+		return obj, managedFieldsOutcome{}
+	}
+	out := obj.DeepCopy()
+	out.SetManagedFields(moved)
+	return out, managedFieldsOutcome{moved: true}
+}
+
+// recordManagedFields counts what became of a rewritten object's managedFields.
+func (m *migration) recordManagedFields(key string, o managedFieldsOutcome) {
+	switch {
+	case o.moved:
+		m.c.fieldsMoved.Add(1)
+	case o.kept != nil:
+		n := m.c.fieldsKept.Add(1)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		switch {
+		case n <= maxFailureSamples:
+			m.fieldsKept = append(m.fieldsKept, key+": "+o.kept.Error())
+			m.rep.printf("%s: the managedFields of %s stay as they were, at their old versions: %v", m.rep.name, key, o.kept)
+		case n == maxFailureSamples+1:
+			m.rep.printf("%s: more Tasks keep managedFields at old versions; only the first %d are shown", m.rep.name, maxFailureSamples)
+		}
+	}
 }
 
 func (m *migration) fail(key string, err error) {

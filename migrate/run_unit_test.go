@@ -440,7 +440,7 @@ func TestReporterLine(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	r := newReporter(nil, "migrate tasks.example.com", &c, start)
 	got := r.line(start.Add(10 * time.Second))
-	want := "migrate tasks.example.com: 300/1000 objects (30.0%), rewritten 250, skipped 50, conflicts 0, failed 0, 30.0/s, elapsed 10s, ETA 23s"
+	want := "migrate tasks.example.com: 300/1000 objects (30.0%), rewritten 250, skipped 50, conflicts 0, failed 0, managedFields moved 0 kept 0, 30.0/s, elapsed 10s, ETA 23s"
 	if got != want {
 		t.Errorf("line =\n%s\nwant\n%s", got, want)
 	}

@@ -24,6 +24,15 @@ type Summary struct {
 	Failed int
 	// Failures holds a sample of the failures, as "namespace/name: error".
 	Failures []string
+	// ManagedFieldsMoved counts the rewritten Tasks whose managedFields entries recorded at
+	// v1alpha1 or v1beta1 were moved to v1 (in a dry run: would be).
+	ManagedFieldsMoved int
+	// ManagedFieldsKept counts the rewritten Tasks whose entries at old versions were left as
+	// they were, because a field path in them has no v1 counterpart; ManagedFieldsKeptSamples
+	// says why for some of them, as "namespace/name: reason". Their ownership stays as it was,
+	// and every write to them still converts to those versions.
+	ManagedFieldsKept        int
+	ManagedFieldsKeptSamples []string
 	// Duration is the wall time of this run.
 	Duration time.Duration
 	// StoredVersionsBefore and StoredVersionsAfter are the CRD's status.storedVersions when
@@ -58,6 +67,14 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, " (%.1f objects/s)", float64(s.Total)/secs)
 	}
 	b.WriteString("\n")
+	if s.ManagedFieldsMoved > 0 || s.ManagedFieldsKept > 0 {
+		verb := "moved"
+		if s.DryRun {
+			verb = "would be moved"
+		}
+		fmt.Fprintf(&b, "managedFields: entries at old versions %s to %s on %d objects; left as they were on %d (a field without a %s counterpart)\n",
+			verb, TargetVersion, s.ManagedFieldsMoved, s.ManagedFieldsKept, TargetVersion)
+	}
 	switch {
 	case s.Trimmed:
 		fmt.Fprintf(&b, "storedVersions: %v -> %v\n", s.StoredVersionsBefore, s.StoredVersionsAfter)
@@ -68,6 +85,9 @@ func (s Summary) String() string {
 	}
 	for _, f := range s.Failures {
 		fmt.Fprintf(&b, "failed: %s\n", f)
+	}
+	for _, k := range s.ManagedFieldsKeptSamples {
+		fmt.Fprintf(&b, "managedFields kept: %s\n", k)
 	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)

@@ -1,0 +1,4 @@
+package migrate
+
+// MovedManagedFields is movedManagedFields, for the integration tests of package migrate_test.
+var MovedManagedFields = movedManagedFields
