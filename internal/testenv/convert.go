@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -42,6 +44,8 @@ type ConversionServer struct {
 type handlerTiming struct {
 	mu    sync.Mutex
 	taken []time.Duration
+	// handshakes counts TLS handshakes: a client that reuses its connections makes few.
+	handshakes atomic.Int64
 }
 
 func (t *handlerTiming) wrap(h http.Handler) http.Handler {
@@ -55,14 +59,14 @@ func (t *handlerTiming) wrap(h http.Handler) http.Handler {
 	})
 }
 
-// HandlerTimes returns how long each request took in the handler since the last call, and
-// starts afresh.
-func (s *ConversionServer) HandlerTimes() []time.Duration {
+// HandlerTimes returns how long each request took in the handler since the last call, and the
+// TLS handshakes meanwhile, and starts afresh.
+func (s *ConversionServer) HandlerTimes() ([]time.Duration, int64) {
 	s.timing.mu.Lock()
 	defer s.timing.mu.Unlock()
 	out := s.timing.taken
 	s.timing.taken = nil
-	return out
+	return out, s.timing.handshakes.Swap(0)
 }
 
 // StartConversionServer starts the server and waits until it listens.
@@ -83,7 +87,13 @@ func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error)
 	if err != nil {
 		return nil, err
 	}
-	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir})
+	countHandshakes := func(c *tls.Config) {
+		c.VerifyConnection = func(tls.ConnectionState) error {
+			s.timing.handshakes.Add(1)
+			return nil
+		}
+	}
+	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir, TLSOpts: []func(*tls.Config){countHandshakes}})
 	srv.Register("/convert", s.timing.wrap(conversion.NewHandler()))
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
 
