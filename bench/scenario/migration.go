@@ -83,10 +83,10 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 		var waitProfiles func() error
 		if method == methodMigrate && n >= profileMinTasks {
 			dir := filepath.Join(os.TempDir(), fmt.Sprintf("task-operator-bench-profiles-%d", time.Now().Unix()))
-			if waitProfiles, err = profiles(ctx, e, dir, profileWindow); err != nil {
+			if waitProfiles, err = profiles(ctx, e, dir, profileDelay, profileWindow); err != nil {
 				return err
 			}
-			r.Add(method+": CPU profiles", dir, fmt.Sprintf("the first %s: this process (the /convert handler and the migrating client) and kube-apiserver", profileWindow))
+			r.Add(method+": CPU profiles", dir, fmt.Sprintf("%s from %s in: this process (the /convert handler and the migrating client) and kube-apiserver", profileWindow, profileDelay))
 		}
 		d, err := runMigration(ctx, e, up, cfg, method, n, r)
 		if err != nil {
@@ -131,10 +131,12 @@ var migrationMethods = []string{methodBare, methodMigrate, methodSVM}
 // that objects/s already gives.
 const svmMaxTasks = 2000
 
-// Profiles are taken of the first profileWindow of migrate.Run, at profileMinTasks or more.
+// Profiles are taken of profileWindow of migrate.Run from profileDelay in, at profileMinTasks
+// or more (fewer are rewritten within the delay).
 const (
 	profileMinTasks = 2000
-	profileWindow   = 15 * time.Second
+	profileDelay    = 10 * time.Second
+	profileWindow   = 20 * time.Second
 )
 
 // runMigration runs one method over the n Tasks of the fixture and times it.
