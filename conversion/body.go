@@ -214,7 +214,8 @@ func decodeForConversion(data []byte) (map[string]any, error) {
 // decoded whole, for Convert to reject.
 func decodeMetadata(raw json.RawMessage) (any, error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		// null decodes into a nil map without an error: it is no object either.
 		return decodeValue(raw)
 	}
 	meta := make(map[string]any, len(fields))

@@ -61,7 +61,7 @@ func (m FieldMap) Mappings() []FieldMapping {
 // object holding everything its fields map to. ok is false for any other path: the old version
 // has no such field, or the table does not know it.
 func (m FieldMap) Map(keys []string) (hub [][]string, ok bool) {
-	if len(keys) == 0 {
+	if len(keys) == 0 || !plainKeys(keys) {
 		return nil, false
 	}
 	if f, ok := m.fields[strings.Join(keys, ".")]; ok {
@@ -82,6 +82,9 @@ func (m FieldMap) Map(keys []string) (hub [][]string, ok bool) {
 // SameShape returns the v1 path of the field named by keys when it is, or lies below, a Same
 // field: there, anything below (list items by their keys, their fields) carries over as it is.
 func (m FieldMap) SameShape(keys []string) (hub []string, ok bool) {
+	if !plainKeys(keys) {
+		return nil, false
+	}
 	for i := len(keys); i > 0; i-- {
 		f, found := m.fields[strings.Join(keys[:i], ".")]
 		if !found {
@@ -93,6 +96,18 @@ func (m FieldMap) SameShape(keys []string) (hub []string, ok bool) {
 		return append(strings.Split(f.Hub[0], "."), keys[i:]...), true
 	}
 	return nil, false
+}
+
+// plainKeys reports whether no key contains a dot: the table joins keys with dots, and a key
+// such as "runner.type" (no field of any version, but a client may name it in managedFields)
+// must not be read as the path spec.runner.type.
+func plainKeys(keys []string) bool {
+	for _, k := range keys {
+		if strings.Contains(k, ".") {
+			return false
+		}
+	}
+	return true
 }
 
 var fieldMaps = map[string]FieldMap{}
