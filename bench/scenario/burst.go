@@ -104,7 +104,7 @@ func startBurst(ctx context.Context, e *harness.Env, n int, r *Result) (err erro
 	if err != nil {
 		return err
 	}
-	r.Addf("writes per Task to Running", fmt.Sprintf("operator's rest_client_requests_total %s, less its %d Event writes, ÷ %d (PUT left out: the Lease's renewals)", methods(written), eventWrites, n),
+	r.Addf("writes per Task to Running", fmt.Sprintf("operator's rest_client_requests_total %s, less its %d Event writes, ÷ %d (PUT left out: the Lease's renewals; 2 one-off writes of taking the lead, the Lease's creation and its Event, are in)", methods(written), eventWrites, n),
 		"%.2f", (harness.Sum(written)-float64(eventWrites))/float64(n))
 	dropped, err := harness.OperatorCounter(ctx, op, "taskoperator_events_dropped_total")
 	if err != nil {
