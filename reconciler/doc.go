@@ -15,6 +15,7 @@
 //   - conditions.go: the conditions, kstatus' Reconciling and Stalled included
 //   - plan.go:       what to do now: create, replace, suspend, prune, release (planRuns)
 //   - events.go:     which Events a status transition deserves (transitionEvents)
+//   - eventbudget.go: the budget of Normal Events (Warnings pass always)
 //   - kueue.go:      queued Tasks (spec.queueName): Kueue's labels, why a Job waits (its
 //     Workload's conditions), whether Kueue's API is served
 //
@@ -36,7 +37,9 @@
 //   - Every Job carries FinalizerRunOutcome from its creation until the stored status records
 //     its outcome, so a TTL, a user or the garbage collector can delete it, but it stays
 //     readable until then. The Task's own finalizer is held only while some Job may run or
-//     still holds FinalizerRunOutcome.
+//     still holds FinalizerRunOutcome. The admission webhook places it on a Task created to
+//     run at once, which saves the write before the first Job; ensureFinalizer writes it
+//     before any Job otherwise (no webhook, or a user took it off), and letGo takes it off.
 //   - A Job the stored status says may run, or one created longer ago than the expectation
 //     timeout, that the cache does not show is read from the API server before anything is
 //     decided; a Job found that way (its labels stripped) is polled.

@@ -55,7 +55,7 @@ var registerOnce sync.Once
 // starts it only on the leader, or at once when leader election is off.
 func registerMetrics(mgr manager.Manager) error {
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase)
+		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase, eventsDropped)
 	})
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		reader := client.Reader(mgr.GetCache())

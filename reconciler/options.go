@@ -18,6 +18,13 @@ type Options struct {
 	// RunnerImage is the operator's own image; it runs HTTP runners as `http --url=...`.
 	// Default "example.com/task-operator:latest".
 	RunnerImage string
+	// NormalEventQPS and NormalEventBurst are the budget of Normal Events (JobCreated,
+	// Succeeded, RetryScheduled, JobReplaced) shared by every Task: a token bucket refilled
+	// NormalEventQPS per second that holds NormalEventBurst; a Normal Event finding it empty is
+	// dropped (taskoperator_events_dropped_total). Warnings are never limited. A negative
+	// NormalEventQPS records every Event. Defaults 1 and 100.
+	NormalEventQPS   float64
+	NormalEventBurst int
 	// Clock tells the time; tests inject a fake one. Default the real clock.
 	Clock clock.PassiveClock
 
@@ -33,6 +40,8 @@ const (
 	DefaultRateLimiterMaxDelay     = 1000 * time.Second
 	DefaultShellImage              = "busybox:1.37"
 	DefaultRunnerImage             = "example.com/task-operator:latest"
+	DefaultNormalEventQPS          = 1
+	DefaultNormalEventBurst        = 100
 )
 
 func (o Options) withDefaults() Options {
@@ -50,6 +59,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RunnerImage == "" {
 		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.NormalEventQPS == 0 {
+		o.NormalEventQPS = DefaultNormalEventQPS
+	}
+	if o.NormalEventBurst <= 0 {
+		o.NormalEventBurst = DefaultNormalEventBurst
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

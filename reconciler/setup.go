@@ -31,7 +31,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorder(eventReporter),
+		recorder:  newBudgetedRecorder(mgr.GetEventRecorder(eventReporter), opts.NormalEventQPS, opts.NormalEventBurst),
 		opts:      opts,
 		expect:    newExpectations(opts.expectationTimeout),
 		kueue:     &kueueAPI{mapper: mgr.GetRESTMapper(), clock: opts.Clock.Now},

@@ -32,6 +32,7 @@ const (
 
 // Mutator decides what is stored (conversion.Decide): the fields an old version cannot express
 // come from the stored object, status only from the status subresource, defaults are filled in.
+// A Task created to run at once also gets the operator's finalizer here (withRunFinalizer).
 type Mutator struct{}
 
 func (Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -43,11 +44,40 @@ func (Mutator) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	if w.Create && !w.Status {
+		withRunFinalizer(decided)
+	}
 	raw, err := json.Marshal(decided)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// withRunFinalizer adds taskv1.FinalizerJobs to a Task being created that starts a run as soon
+// as the operator sees it: one without a schedule, not suspended (after defaulting, at any
+// version the client wrote). The operator would otherwise have to write it before creating the
+// run's Job (reconciler's ensureFinalizer), one write more on the way to Running. The rest get
+// none: the operator would only take it off again, a write for nothing; it adds the finalizer
+// itself before their first Job. Only CREATE is touched: a finalizer taken off later (by the
+// operator when the run is recorded, or by a user) is never put back here.
+func withRunFinalizer(task map[string]any) {
+	spec, _ := task["spec"].(map[string]any)
+	if suspend, _ := spec["suspend"].(bool); suspend || spec["schedule"] != nil {
+		return
+	}
+	meta, _ := task["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		task["metadata"] = meta
+	}
+	list, _ := meta["finalizers"].([]any)
+	for _, f := range list {
+		if f == taskv1.FinalizerJobs {
+			return
+		}
+	}
+	meta["finalizers"] = append(list, taskv1.FinalizerJobs)
 }
 
 // Validator checks what neither the OpenAPI schema nor CEL can: that a cron expression parses,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"example.com/task-operator/conversion/fuzzer"
 
+	jsonpatch5 "github.com/evanphx/json-patch/v5"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,4 +123,81 @@ func TestMutatorRejectsGarbage(t *testing.T) {
 	if resp := (Mutator{}).Handle(context.Background(), req); resp.Allowed {
 		t.Fatal("allowed an object that is not JSON")
 	}
+}
+
+// TestMutatorPlacesFinalizerOnCreate: a Task created to run at once gets the operator's
+// finalizer at admission, at any version the client wrote, so the operator needs no write of
+// its own before the run's Job (issue #13); the others, and every update, are left alone.
+func TestMutatorPlacesFinalizerOnCreate(t *testing.T) {
+	tests := []struct {
+		name    string
+		op      admissionv1.Operation
+		version string
+		task    *taskv1.Task
+		want    bool
+	}{
+		{"one-shot at v1", admissionv1.Create, "v1", shellTask(nil), true},
+		{"one-shot at v1alpha1", admissionv1.Create, "v1alpha1", shellTask(nil), true},
+		{"one-shot at v1beta1", admissionv1.Create, "v1beta1", shellTask(nil), true},
+		{"suspended", admissionv1.Create, "v1", shellTask(func(s *taskv1.TaskSpec) { s.Suspend = true }), false},
+		{"scheduled", admissionv1.Create, "v1", shellTask(func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily"} }), false},
+		{"update of a one-shot", admissionv1.Update, "v1", shellTask(nil), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(t, tt.op, "", tt.task)
+			req.RequestKind = &metav1.GroupVersionKind{Group: taskv1.Group, Version: tt.version, Kind: taskv1.Kind}
+			got := finalizersAfter(t, req)
+			if want := []string(nil); tt.want {
+				want = []string{taskv1.FinalizerJobs}
+				if !slices.Equal(got, want) {
+					t.Errorf("finalizers %v, want %v", got, want)
+				}
+			} else if len(got) != 0 {
+				t.Errorf("finalizers %v, want none", got)
+			}
+		})
+	}
+	t.Run("kept, not repeated", func(t *testing.T) {
+		task := shellTask(nil)
+		task.Finalizers = []string{"example.org/mine", taskv1.FinalizerJobs}
+		got := finalizersAfter(t, request(t, admissionv1.Create, "", task))
+		if !slices.Equal(got, task.Finalizers) {
+			t.Errorf("finalizers %v, want %v", got, task.Finalizers)
+		}
+	})
+	t.Run("beside the user's", func(t *testing.T) {
+		task := shellTask(nil)
+		task.Finalizers = []string{"example.org/mine"}
+		got := finalizersAfter(t, request(t, admissionv1.Create, "", task))
+		if want := []string{"example.org/mine", taskv1.FinalizerJobs}; !slices.Equal(got, want) {
+			t.Errorf("finalizers %v, want %v", got, want)
+		}
+	})
+}
+
+// finalizersAfter runs the Mutator on req and applies its patch to the object sent.
+func finalizersAfter(t *testing.T, req admission.Request) []string {
+	t.Helper()
+	resp := Mutator{}.Handle(context.Background(), req)
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch5.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(req.Object.Raw)
+	if err != nil {
+		t.Fatalf("apply %s: %v", ops, err)
+	}
+	var task taskv1.Task
+	if err := json.Unmarshal(out, &task); err != nil {
+		t.Fatal(err)
+	}
+	return task.Finalizers
 }

@@ -177,13 +177,38 @@ func (t *Tracker) Percentile(p float64) time.Duration {
 	return ds[min(len(ds)-1, int(float64(len(ds))*p/100))]
 }
 
+// Started returns when the first and the last of the started Tasks got there.
+func (t *Tracker) Started() (first, last time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, d := range t.started {
+		if first == 0 || d < first {
+			first = d
+		}
+		last = max(last, d)
+	}
+	return first, last
+}
+
+// Since is how long after the tracker began at is.
+func (t *Tracker) Since(at time.Time) time.Duration { return at.Sub(t.start) }
+
+// WaitStarted waits until n Tasks were seen started, or timeout.
+func (t *Tracker) WaitStarted(ctx context.Context, n int, timeout time.Duration) error {
+	return t.wait(ctx, timeout, func(started, _ int) bool { return started >= n }, n)
+}
+
 // WaitTerminal waits until n Tasks were seen terminal, or timeout.
 func (t *Tracker) WaitTerminal(ctx context.Context, n int, timeout time.Duration) error {
+	return t.wait(ctx, timeout, func(_, terminal int) bool { return terminal >= n }, n)
+}
+
+func (t *Tracker) wait(ctx context.Context, timeout time.Duration, done func(started, terminal int) bool, n int) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		_, term, _ := t.Counts()
-		if term >= n {
+		started, term, _ := t.Counts()
+		if done(started, term) {
 			return nil
 		}
 		select {

@@ -30,6 +30,9 @@ func throughput(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 		}
 	}
 	n := s.Tasks
+	if err := startBurst(ctx, e, n, r); err != nil {
+		return fmt.Errorf("start burst: %w", err)
+	}
 
 	// The client's raw write rate: n suspended Jobs (no pods, so the Job controller has
 	// little to do), created exactly as the Tasks will be.
@@ -91,6 +94,16 @@ func throughput(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	opWrites := written.operator
 	perTask := harness.Sum(opWrites) / float64(n)
 	r.Addf("operator API writes per Task", "operator's rest_client_requests_total: "+methods(opWrites), "%.2f", perTask)
+	events, eventWrites, byType, err := harness.EventWrites(ctx, e.Client, throughputNS)
+	if err != nil {
+		return err
+	}
+	dropped, err := harness.OperatorCounter(ctx, op, "taskoperator_events_dropped_total")
+	if err != nil {
+		return err
+	}
+	r.Addf("Event writes per Task", fmt.Sprintf("%d Events (%v); Normal Events dropped by the budget so far: %.0f", events, byType, dropped), "%.2f", float64(eventWrites)/float64(n))
+	r.Addf("operator API writes per Task, without Events", "the above less the Event writes", "%.2f", perTask-float64(eventWrites)/float64(n))
 	api := written.apiserver
 	r.Addf("apiserver writes per Task, tasks", "all clients, bench's own creates included: "+pick(api, "example.com/tasks"), "%.2f", sumPrefix(api, "example.com/tasks")/float64(n))
 	r.Addf("apiserver writes per Task, jobs", "all clients (Job controller too): "+pick(api, "batch/jobs"), "%.2f", sumPrefix(api, "batch/jobs")/float64(n))
