@@ -37,7 +37,7 @@
 //   - Every Job carries FinalizerRunOutcome from its creation until the stored status records
 //     its outcome, so a TTL, a user or the garbage collector can delete it, but it stays
 //     readable until then. The Task's own finalizer is held only while some Job may run or
-//     still holds FinalizerRunOutcome. The admission webhook places it on a Task created to
+//     still holds FinalizerRunOutcome. The admission webhook places it on a Task created at v1 to
 //     run at once, which saves the write before the first Job; ensureFinalizer writes it
 //     before any Job otherwise (no webhook, or a user took it off), and letGo takes it off.
 //   - A Job the stored status says may run, or one created longer ago than the expectation

@@ -32,7 +32,7 @@ const (
 
 // Mutator decides what is stored (conversion.Decide): the fields an old version cannot express
 // come from the stored object, status only from the status subresource, defaults are filled in.
-// A Task created to run at once also gets the operator's finalizer here (withRunFinalizer).
+// A Task created at v1 to run at once also gets the operator's finalizer here (withRunFinalizer).
 type Mutator struct{}
 
 func (Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -44,7 +44,11 @@ func (Mutator) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if w.Create && !w.Status {
+	// Only at v1: at an older version a patch makes the apiserver convert the patched object
+	// back to that version, and a value the old version's schema would have refused (replicas:
+	// 0 at v1alpha1, which v1 defaults) no longer reaches its validation. The operator places
+	// the finalizer itself there, one write more.
+	if w.Create && !w.Status && w.Version == taskv1.GroupVersion.Version {
 		withRunFinalizer(decided)
 	}
 	raw, err := json.Marshal(decided)

@@ -125,9 +125,10 @@ func TestMutatorRejectsGarbage(t *testing.T) {
 	}
 }
 
-// TestMutatorPlacesFinalizerOnCreate: a Task created to run at once gets the operator's
-// finalizer at admission, at any version the client wrote, so the operator needs no write of
-// its own before the run's Job (issue #13); the others, and every update, are left alone.
+// TestMutatorPlacesFinalizerOnCreate: a Task created at v1 to run at once gets the operator's
+// finalizer at admission, so the operator needs no write of its own before the run's Job (issue
+// #13); the others, creates at older versions (a patch there would hide invalid old-version
+// values from their schema), and every update are left alone.
 func TestMutatorPlacesFinalizerOnCreate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -137,8 +138,8 @@ func TestMutatorPlacesFinalizerOnCreate(t *testing.T) {
 		want    bool
 	}{
 		{"one-shot at v1", admissionv1.Create, "v1", shellTask(nil), true},
-		{"one-shot at v1alpha1", admissionv1.Create, "v1alpha1", shellTask(nil), true},
-		{"one-shot at v1beta1", admissionv1.Create, "v1beta1", shellTask(nil), true},
+		{"one-shot at v1alpha1", admissionv1.Create, "v1alpha1", shellTask(nil), false},
+		{"one-shot at v1beta1", admissionv1.Create, "v1beta1", shellTask(nil), false},
 		{"suspended", admissionv1.Create, "v1", shellTask(func(s *taskv1.TaskSpec) { s.Suspend = true }), false},
 		{"scheduled", admissionv1.Create, "v1", shellTask(func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily"} }), false},
 		{"update of a one-shot", admissionv1.Update, "v1", shellTask(nil), false},

@@ -45,8 +45,8 @@ const (
 
 	// FinalizerJobs is on a Task only while it protects something: a run whose Job may exist
 	// and whose outcome the status does not record yet, or a Job still holding
-	// FinalizerRunOutcome. The mutating webhook places it on a Task created to run at once
-	// (one-shot, not suspended), so the operator need not write it before the first Job; the
+	// FinalizerRunOutcome. The mutating webhook places it on a Task created at v1 to run at
+	// once (one-shot, not suspended), so the operator need not write it before the first Job; the
 	// operator adds it itself otherwise. A Task whose runs are finished and recorded carries
 	// none, so it deletes without the operator.
 	FinalizerJobs = "task.example.com/jobs"
