@@ -75,7 +75,10 @@ func withRunFinalizer(task map[string]any) {
 		meta = map[string]any{}
 		task["metadata"] = meta
 	}
-	list, _ := meta["finalizers"].([]any)
+	list, ok := meta["finalizers"].([]any)
+	if !ok && meta["finalizers"] != nil {
+		return // not a list: the apiserver never sends one; leave it to be refused, not replaced
+	}
 	for _, f := range list {
 		if f == taskv1.FinalizerJobs {
 			return
