@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
-
-	"example.com/task-operator/internal/testenv"
 )
 
 // conversionMetric is the apiserver's own timing of each conversion it asks a CRD's webhook for:
@@ -84,11 +82,7 @@ type Conversions map[string]Histogram
 
 // APIServerConversions reads the conversion webhook histogram of crd from the apiserver.
 func APIServerConversions(ctx context.Context, kube kubernetes.Interface, crd string) (Conversions, error) {
-	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver metrics: %w", err)
-	}
-	samples, err := testenv.ParseMetrics(strings.NewReader(string(raw)))
+	samples, err := apiserverMetrics(ctx, kube)
 	if err != nil {
 		return nil, err
 	}

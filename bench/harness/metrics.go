@@ -63,11 +63,7 @@ func Delta(before, after map[string]float64) map[string]float64 {
 // write verbs by "group/resource[/subresource] VERB". The metric has no user-agent label, so
 // these are the writes of every client.
 func APIServerWrites(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
-	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver metrics: %w", err)
-	}
-	samples, err := testenv.ParseMetrics(strings.NewReader(string(raw)))
+	samples, err := apiserverMetrics(ctx, kube)
 	if err != nil {
 		return nil, err
 	}
@@ -86,4 +82,13 @@ func APIServerWrites(ctx context.Context, kube kubernetes.Interface) (map[string
 		out[res+" "+s.Labels["verb"]] += s.Value
 	}
 	return out, nil
+}
+
+// apiserverMetrics reads and parses the apiserver's /metrics.
+func apiserverMetrics(ctx context.Context, kube kubernetes.Interface) ([]testenv.Sample, error) {
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver metrics: %w", err)
+	}
+	return testenv.ParseMetrics(strings.NewReader(string(raw)))
 }
