@@ -3,6 +3,8 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -264,6 +266,9 @@ func memory(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 		r.Addf("peak RSS above start-up per 1,000 cached objects", "(VmHWM − start-up VmHWM) ÷ (Tasks + Jobs in the cluster) × 1,000", "%.1f MiB",
 			mib(hwm-hwm0)*1000/float64(objects))
 	}
+	if err := liveHeap(ctx, op, r); err != nil {
+		return err
+	}
 	c, err := e.Check(ctx, ns)
 	if err != nil {
 		return err
@@ -344,3 +349,33 @@ func clusterCounts(ctx context.Context, e *harness.Env) (tasks, jobs int, err er
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// liveHeap saves the operator's heap profile (taken after a forced GC, so it shows what is
+// live) and reports the live heap and the heap the runtime holds from the OS, which together
+// with the peak RSS tell what is cached from what is garbage waiting for a collection.
+func liveHeap(ctx context.Context, op *testenv.Operator, r *Result) error {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("task-operator-bench-profiles-%d", time.Now().Unix()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file := filepath.Join(dir, "operator.heap.pprof")
+	if err := op.WriteHeapProfile(ctx, file); err != nil {
+		return err
+	}
+	samples, err := op.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	value := func(name string) float64 {
+		for _, s := range samples {
+			if s.Name == name {
+				return s.Value
+			}
+		}
+		return 0
+	}
+	r.Addf("live heap after a GC / heap held from the OS", "go_memstats_heap_alloc_bytes / go_memstats_heap_sys_bytes - heap_released; heap profile: "+file,
+		"%.1f MiB / %.1f MiB", mib(int64(value("go_memstats_heap_alloc_bytes"))),
+		mib(int64(value("go_memstats_heap_sys_bytes")-value("go_memstats_heap_released_bytes"))))
+	return nil
+}

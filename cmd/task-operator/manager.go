@@ -41,6 +41,7 @@ type managerFlags struct {
 	metricsCertName  string
 	metricsKeyName   string
 	probeAddr        string
+	pprofAddr        string
 	leaderElect      bool
 	leaderElectID    string
 	leaderElectNS    string
@@ -73,6 +74,7 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "certificate file in --metrics-cert-dir")
 	fs.StringVar(&f.metricsKeyName, "metrics-cert-key", "tls.key", "key file in --metrics-cert-dir")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: bind to loopback); empty disables them")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active controller among replicas (webhooks are served by all)")
 	fs.StringVar(&f.leaderElectID, "leader-election-id", "task-operator.example.com", "name of the leader election Lease")
 	fs.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "namespace of the Lease; empty means the operator's namespace")
@@ -240,6 +242,7 @@ func managerOptions(f *managerFlags, scheme *runtime.Scheme, served *cert.Served
 		Scheme:                        scheme,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              f.leaderElectID,
 		LeaderElectionNamespace:       f.leaderElectNS,

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -47,8 +48,8 @@ type OperatorOptions struct {
 	LeaderElect bool
 	// Host is the address the webhook, metrics and probe servers bind (default 127.0.0.1).
 	Host string
-	// WebhookPort, MetricsPort and ProbePort default to free ports.
-	WebhookPort, MetricsPort, ProbePort int
+	// WebhookPort, MetricsPort, ProbePort and PprofPort default to free ports.
+	WebhookPort, MetricsPort, ProbePort, PprofPort int
 	// WebhookURL is where the apiserver is told to call the webhooks (--webhook-local-url);
 	// default https://<Host>:<WebhookPort>, localhost for a loopback Host. Replicas behind one
 	// proxy share its URL.
@@ -86,7 +87,7 @@ func (o OperatorOptions) withDefaults() (OperatorOptions, error) {
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
 	}
-	for _, port := range []*int{&o.WebhookPort, &o.MetricsPort, &o.ProbePort} {
+	for _, port := range []*int{&o.WebhookPort, &o.MetricsPort, &o.ProbePort, &o.PprofPort} {
 		if *port != 0 {
 			continue
 		}
@@ -130,6 +131,7 @@ func (o OperatorOptions) args() []string {
 		"--webhook-cert-dir=" + filepath.Join(o.Dir, "certs"),
 		"--metrics-bind-address=" + net.JoinHostPort(o.Host, strconv.Itoa(o.MetricsPort)), "--metrics-secure=false",
 		"--health-probe-bind-address=" + net.JoinHostPort(o.Host, strconv.Itoa(o.ProbePort)),
+		"--pprof-bind-address=" + net.JoinHostPort(o.Host, strconv.Itoa(o.PprofPort)),
 	}
 	if o.LeaderElect {
 		args = append(args, "--leader-election-namespace="+o.Namespace)
@@ -264,6 +266,11 @@ func (o *Operator) ProbeURL() string {
 	return "http://" + net.JoinHostPort(o.Opts.Host, strconv.Itoa(o.Opts.ProbePort))
 }
 
+// PprofURL is the base URL of Go's /debug/pprof endpoints.
+func (o *Operator) PprofURL() string {
+	return "http://" + net.JoinHostPort(o.Opts.Host, strconv.Itoa(o.Opts.PprofPort)) + "/debug/pprof"
+}
+
 // LogPath is the file that receives the process's stdout and stderr.
 func (o *Operator) LogPath() string { return filepath.Join(o.Opts.Dir, "operator.log") }
 
@@ -324,6 +331,31 @@ func (o *Operator) IsLeader(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// WriteHeapProfile saves the process's heap profile, taken after a forced garbage collection
+// (so its in-use figures are what is live), to file.
+func (o *Operator) WriteHeapProfile(ctx context.Context, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.PprofURL()+"/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile of %s: %w", o.Opts.Name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile of %s: %s", o.Opts.Name, resp.Status)
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		return errors.Join(err, out.Close())
+	}
+	return out.Close()
 }
 
 // Memory returns the process's peak resident set (VmHWM) and its resident set now, in bytes.
