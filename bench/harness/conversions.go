@@ -31,8 +31,8 @@ func (h Histogram) Sub(before Histogram) Histogram {
 	return out
 }
 
-// add merges o into h.
-func (h *Histogram) add(o Histogram) {
+// Add merges o into h.
+func (h *Histogram) Add(o Histogram) {
 	h.Count += o.Count
 	h.Sum += o.Sum
 	if h.Buckets == nil {
@@ -128,7 +128,7 @@ func (c Conversions) Sub(before Conversions) Conversions {
 func (c Conversions) Total() Histogram {
 	var t Histogram
 	for _, h := range c {
-		t.add(h)
+		t.Add(h)
 	}
 	return t
 }

@@ -204,7 +204,8 @@ func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cf
 	if _, err := migrate.Run(ctx, cfg, migrate.Options{}); err != nil {
 		return fmt.Errorf("migrate.Run of the probed Tasks: %w", err)
 	}
-	return probePaths(ctx, e, up, k, r, histories[1], " then migrated")
+	_, err := probePaths(ctx, e, up, k, r, histories[1], " then migrated")
+	return err
 }
 
 // prepareFixture leaves n Tasks stored at v1alpha1 under this release's CRD.
