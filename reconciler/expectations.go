@@ -24,6 +24,9 @@ const defaultExpectationTimeout = time.Minute
 //     read from the API server, never assumed gone;
 //   - Jobs it deleted: until the cache shows them deleted they count as being deleted.
 //
+// A Task's record lasts only while it expects something: once the cache has caught up with the
+// write and shows every Job created, the record goes, so that resting Tasks cost nothing here.
+//
 // It is only an optimisation of what is durable: after a restart the cache is freshly listed,
 // the status names every Job whose outcome is not recorded, and Job names are deterministic, so
 // a repeated creation is an AlreadyExists, not a duplicate.
@@ -50,7 +53,7 @@ func newExpectations(timeout time.Duration) *expectations {
 func (e *expectations) get(task *v1.Task) *taskExpectations {
 	te := e.tasks[task.UID]
 	if te == nil {
-		te = &taskExpectations{creates: map[string]time.Time{}, deletes: map[string]time.Time{}}
+		te = &taskExpectations{}
 		e.tasks[task.UID] = te
 		e.names[types.NamespacedName{Namespace: task.Namespace, Name: task.Name}] = task.UID
 	}
@@ -73,19 +76,52 @@ func (e *expectations) stale(task *v1.Task) bool {
 		return false
 	}
 	cmp, err := resourceversion.CompareResourceVersion(task.ResourceVersion, te.written)
-	return err == nil && cmp < 0
+	if err == nil && cmp < 0 {
+		return true
+	}
+	if err == nil {
+		// The cache shows the write: later cached views are as new or newer.
+		te.written = ""
+		e.dropIfEmpty(task, te)
+	}
+	return false
+}
+
+// dropIfEmpty forgets a Task that expects nothing any more.
+func (e *expectations) dropIfEmpty(task *v1.Task, te *taskExpectations) {
+	if te.written != "" || len(te.creates) > 0 || len(te.deletes) > 0 {
+		return
+	}
+	delete(e.tasks, task.UID)
+	key := types.NamespacedName{Namespace: task.Namespace, Name: task.Name}
+	if e.names[key] == task.UID {
+		delete(e.names, key)
+	}
+	if len(e.tasks) == 0 {
+		// Go maps keep the room of their largest size: after a burst of 10,000 Tasks settles,
+		// start small again.
+		e.tasks, e.names = map[types.UID]*taskExpectations{}, map[types.NamespacedName]types.UID{}
+	}
 }
 
 func (e *expectations) created(task *v1.Task, job string, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.get(task).creates[job] = now
+	te := e.get(task)
+	if te.creates == nil {
+		te.creates = map[string]time.Time{}
+	}
+	te.creates[job] = now
 }
 
 func (e *expectations) deleted(task *v1.Task, job string, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.get(task).deletes[job] = now
+	te := e.get(task)
+	if te.deletes == nil {
+		te.deletes = map[string]time.Time{}
+	}
+	te.deletes[job] = now
 }
 
 // settlement is what the expectations say about the cache's view of a Task's Jobs.
@@ -129,6 +165,7 @@ func (e *expectations) settle(task *v1.Task, cached map[string]bool, now time.Ti
 		}
 		s.deleting[name] = true
 	}
+	e.dropIfEmpty(task, te)
 	return s
 }
 
@@ -138,6 +175,7 @@ func (e *expectations) confirmed(task *v1.Task, job string) {
 	defer e.mu.Unlock()
 	if te := e.tasks[task.UID]; te != nil {
 		delete(te.creates, job)
+		e.dropIfEmpty(task, te)
 	}
 }
 

@@ -17,11 +17,15 @@ func TestExpectationsStale(t *testing.T) {
 		t.Error("stale without any write")
 	}
 	e.wrote(task)
-	for rv, want := range map[string]bool{"99": true, "100": false, "101": false, "1000": false, "not-a-number": false} {
+	// In the order a cache shows them: older views are stale until it shows the write.
+	for _, step := range []struct {
+		rv   string
+		want bool
+	}{{"98", true}, {"99", true}, {"not-a-number", false}, {"99", true}, {"101", false}} {
 		cached := task.DeepCopy()
-		cached.ResourceVersion = rv
-		if got := e.stale(cached); got != want {
-			t.Errorf("stale(rv %s) = %v, want %v", rv, got, want)
+		cached.ResourceVersion = step.rv
+		if got := e.stale(cached); got != step.want {
+			t.Errorf("stale(rv %s) = %v, want %v", step.rv, got, step.want)
 		}
 	}
 	other := newTask(func(t *v1.Task) { t.UID = "other" })
@@ -29,10 +33,41 @@ func TestExpectationsStale(t *testing.T) {
 	if e.stale(other) {
 		t.Error("another Task is stale")
 	}
+	e.wrote(task)
 	e.forget(types.NamespacedName{Namespace: "ns", Name: "t"})
 	task.ResourceVersion = "1"
 	if e.stale(task) {
 		t.Error("stale after forget")
+	}
+}
+
+// A Task whose writes and Jobs the cache shows leaves no record behind: 10,000 resting Tasks
+// must not hold 10,000 records.
+func TestExpectationsForgetWhatTheCacheShows(t *testing.T) {
+	e := newExpectations(0)
+	task := newTask()
+	task.ResourceVersion = "5"
+	e.wrote(task)
+	e.created(task, "t-0-1", at(0))
+	e.deleted(task, "t-0-0", at(0))
+	if e.stale(task) || len(e.tasks) != 1 {
+		t.Fatalf("after the cache showed the write: %d records, want 1 (Jobs still expected)", len(e.tasks))
+	}
+	if s := e.settle(task, map[string]bool{"t-0-0": true}, at(1)); s.wait == 0 || !s.deleting["t-0-0"] {
+		t.Fatalf("settle before the cache shows the Jobs: %+v", s)
+	}
+	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(2)); s.wait != 0 || len(s.deleting) != 0 {
+		t.Fatalf("settle once the cache shows the Jobs: %+v", s)
+	}
+	if len(e.tasks) != 0 || len(e.names) != 0 {
+		t.Errorf("records left: %d tasks, %d names; want none", len(e.tasks), len(e.names))
+	}
+	// What is expected again is tracked again.
+	task.ResourceVersion = "9"
+	e.wrote(task)
+	task.ResourceVersion = "8"
+	if !e.stale(task) {
+		t.Error("a view older than a new write is not stale")
 	}
 }
 

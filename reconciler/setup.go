@@ -6,15 +6,10 @@ import (
 
 	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -81,35 +76,6 @@ func newRateLimiter(opts Options) workqueue.TypedRateLimiter[reconcile.Request] 
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.RateLimiterBaseDelay, opts.RateLimiterMaxDelay),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(overallQPS), overallBurst)},
 	)
-}
-
-// CacheOptions are the cache settings the controller needs; merge them into the manager's
-// options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster),
-// managed fields are stripped from every cached object, and Jobs lose their pod template too
-// (stripJob): the cache keeps only what the controller reads.
-func CacheOptions() cache.Options {
-	hasTask, err := labels.NewRequirement(v1.LabelTaskName, selection.Exists, nil)
-	if err != nil {
-		panic(fmt.Sprintf("label requirement on %s: %v", v1.LabelTaskName, err)) // a constant: cannot fail
-	}
-	return cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask), Transform: stripJob},
-		},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-}
-
-// stripJob drops what the controller never reads of a Job: its managed fields and its pod
-// template, most of a Job's size (the script, the image, the environment). Cached Jobs are
-// only ever patched (merge patches of the fields changed), never updated whole, so the missing
-// template is never written back.
-func stripJob(obj any) (any, error) {
-	if job, ok := obj.(*batchv1.Job); ok {
-		job.ManagedFields = nil
-		job.Spec.Template = corev1.PodTemplateSpec{}
-	}
-	return obj, nil
 }
 
 // jobChanged lets through the Job updates the controller acts on — a terminal condition,

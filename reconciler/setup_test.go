@@ -3,8 +3,10 @@ package reconciler
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,33 +58,118 @@ func TestRateLimiter(t *testing.T) {
 // template and managed fields, and keeps every field observeJob reads.
 func TestStripJobKeepsWhatTheControllerReads(t *testing.T) {
 	task := &v1.Task{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "task-uid"}}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "t-1", Namespace: "ns", Labels: map[string]string{v1.LabelTaskName: "t"},
-			Annotations:     map[string]string{"a": "b"},
-			Finalizers:      []string{v1.FinalizerRunOutcome},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(task, v1.GroupVersion.WithKind(v1.Kind))},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate}},
+	started := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	deleted := metav1.NewTime(started.Add(time.Minute))
+	for name, edit := range map[string]func(*batchv1.Job){
+		"succeeded": func(j *batchv1.Job) {
+			j.Status.Succeeded = 1
+			j.Status.CompletionTime = &deleted
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: deleted}}
 		},
-		Spec: batchv1.JobSpec{
-			Suspend: new(true), Completions: new(int32(1)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "run", Image: "busybox", Command: []string{"sh", "-c", "echo hi"}}}}},
+		"failed": func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "too many"}}
 		},
-		Status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+		"suspended in a queue": func(j *batchv1.Job) {
+			j.Spec.Suspend = new(true)
+			j.Labels[kueueQueueLabel] = "q"
+		},
+		"admitted by the queue": func(j *batchv1.Job) {
+			j.Spec.Suspend = new(false)
+			j.Labels[kueueQueueLabel] = "q"
+			j.Status.StartTime = &started
+			j.Status.Active = 1
+			j.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"pod-1"}}
+		},
+		"deleted after its completions counted": func(j *batchv1.Job) {
+			j.DeletionTimestamp = &deleted
+			j.Status.Succeeded = 1
+		},
+		"replaced": func(j *batchv1.Job) {
+			j.DeletionTimestamp = &deleted
+			j.Annotations[v1.AnnotationReplacedBy] = "t-2"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: "t-1", Namespace: "ns", Labels: map[string]string{v1.LabelTaskName: "t"},
+					Annotations:     map[string]string{"a": "b"},
+					Finalizers:      []string{v1.FinalizerRunOutcome},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(task, v1.GroupVersion.WithKind(v1.Kind))},
+					ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate}},
+				},
+				Spec: batchv1.JobSpec{
+					Completions: new(int32(1)), Parallelism: new(int32(1)), BackoffLimit: new(int32(0)),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u"}},
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "run", Image: "busybox", Command: []string{"sh", "-c", "echo hi"}}}}},
+				},
+			}
+			edit(job)
+			before := observeJob("t", job.DeepCopy())
+			out, err := stripJob(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stripped := out.(*batchv1.Job)
+			if len(stripped.Spec.Template.Spec.Containers) != 0 || stripped.ManagedFields != nil || stripped.Spec.Selector != nil || stripped.Status.UncountedTerminatedPods != nil {
+				t.Errorf("template %v, managedFields %v, selector %v, uncounted %v: want all dropped",
+					stripped.Spec.Template, stripped.ManagedFields, stripped.Spec.Selector, stripped.Status.UncountedTerminatedPods)
+			}
+			if after := observeJob("t", stripped); !reflect.DeepEqual(before, after) {
+				t.Errorf("observeJob after stripping = %+v, want %+v", after, before)
+			}
+			if stripped.Labels[v1.LabelTaskName] != "t" || len(stripped.Finalizers) != 1 || len(stripped.OwnerReferences) != 1 || stripped.Annotations["a"] != "b" {
+				t.Errorf("metadata changed: %+v", stripped.ObjectMeta)
+			}
+		})
 	}
-	before := observeJob("t", job.DeepCopy())
-	out, err := stripJob(job)
+}
+
+func TestCompactTaskKeepsTheTask(t *testing.T) {
+	task := newTask(func(t *v1.Task) {
+		t.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+		t.Finalizers = append(make([]string, 0, 8), v1.FinalizerJobs)
+		t.Status.Conditions = append(make([]metav1.Condition, 0, 8),
+			metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Suspended", Message: "m"})
+	})
+	want := task.DeepCopy()
+	want.ManagedFields = nil
+	out, err := compactTask(task)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stripped := out.(*batchv1.Job)
-	if len(stripped.Spec.Template.Spec.Containers) != 0 || stripped.ManagedFields != nil {
-		t.Errorf("template %v, managedFields %v: want both dropped", stripped.Spec.Template, stripped.ManagedFields)
+	got := out.(*v1.Task)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("compactTask changed the Task:\n got %+v\nwant %+v", got, want)
 	}
-	if after := observeJob("t", stripped); !reflect.DeepEqual(before, after) {
-		t.Errorf("observeJob after stripping = %+v, want %+v", after, before)
+	if cap(got.Status.Conditions) != 1 || cap(got.Finalizers) != 1 {
+		t.Errorf("capacities %d, %d: want the slices copied at their length", cap(got.Status.Conditions), cap(got.Finalizers))
 	}
-	if stripped.Labels[v1.LabelTaskName] != "t" || len(stripped.Finalizers) != 1 || len(stripped.OwnerReferences) != 1 || stripped.Annotations["a"] != "b" {
-		t.Errorf("metadata changed: %+v", stripped.ObjectMeta)
+	// A second Task decoded apart shares the strings the first one holds.
+	second := want.DeepCopy()
+	second.Status.Conditions[0].Message = strings.Clone("m")
+	second.Namespace = strings.Clone(got.Namespace)
+	out, err = compactTask(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := out.(*v1.Task)
+	if unsafe.StringData(shared.Status.Conditions[0].Message) != unsafe.StringData(got.Status.Conditions[0].Message) ||
+		unsafe.StringData(shared.Namespace) != unsafe.StringData(got.Namespace) {
+		t.Error("the message and the namespace of two Tasks are two copies, want one")
+	}
+}
+
+func TestInternerIsBounded(t *testing.T) {
+	in := newInterner(2)
+	for _, s := range []string{"a", "b", "c"} {
+		in.intern(strings.Clone(s))
+	}
+	if len(in.strings) != 2 {
+		t.Errorf("%d strings held, want the bound of 2", len(in.strings))
+	}
+	c := strings.Clone("c")
+	if got := in.intern(c); unsafe.StringData(got) != unsafe.StringData(c) || got != "c" {
+		t.Errorf("a string past the bound = %q, want itself", got)
 	}
 }

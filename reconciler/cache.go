@@ -1,0 +1,111 @@
+package reconciler
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// CacheOptions are the cache settings the controller needs; merge them into the manager's
+// options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster),
+// and every cached object keeps only what the controller reads (stripJob, compactTask): with
+// 10,000 Tasks and as many Jobs the cache is most of the process's memory.
+func CacheOptions() cache.Options {
+	hasTask, err := labels.NewRequirement(v1.LabelTaskName, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("label requirement on %s: %v", v1.LabelTaskName, err)) // a constant: cannot fail
+	}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask), Transform: stripJob},
+			&v1.Task{}:     {Transform: compactTask},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+}
+
+// stripJob drops what the controller never reads of a Job (observeJob reads it): its managed
+// fields, its spec but for suspend and completions (the pod template is most of a Job's size:
+// the script, the image, the environment; the generated selector is most of the rest) and the
+// pod UIDs of uncounted terminations. Cached Jobs are only ever patched (merge patches of the
+// fields changed), never updated whole, so nothing stripped is written back.
+func stripJob(obj any) (any, error) {
+	if job, ok := obj.(*batchv1.Job); ok {
+		job.ManagedFields = nil
+		job.Spec = batchv1.JobSpec{Suspend: job.Spec.Suspend, Completions: job.Spec.Completions}
+		job.Status.UncountedTerminatedPods = nil
+	}
+	return obj, nil
+}
+
+// compactTask drops a Task's managed fields, copies its slices into arrays of their length (the
+// JSON decoder grows them by doubling: six conditions sit in room for eight) and shares the
+// strings many Tasks repeat: condition types, statuses, reasons and messages, the namespace.
+// Tasks are written by patches computed against the cached copy (see patch.go), which none of
+// this reaches.
+func compactTask(obj any) (any, error) {
+	task, ok := obj.(*v1.Task)
+	if !ok {
+		return obj, nil
+	}
+	task.ManagedFields = nil
+	task.Namespace = cachedStrings.intern(task.Namespace)
+	task.Finalizers = exact(task.Finalizers)
+	task.OwnerReferences = exact(task.OwnerReferences)
+	task.Status.ActiveJobs = exact(task.Status.ActiveJobs)
+	task.Status.Conditions = exact(task.Status.Conditions)
+	for i := range task.Status.Conditions {
+		c := &task.Status.Conditions[i]
+		c.Type, c.Status = cachedStrings.intern(c.Type), metav1.ConditionStatus(cachedStrings.intern(string(c.Status)))
+		c.Reason, c.Message = cachedStrings.intern(c.Reason), cachedStrings.intern(c.Message)
+	}
+	return task, nil
+}
+
+// exact copies s into an array of its length, letting the larger one go.
+func exact[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	return slices.Clone(s)
+}
+
+// cachedStrings holds one copy of strings that many cached objects repeat.
+var cachedStrings = newInterner(maxInternedStrings)
+
+// maxInternedStrings bounds the table: condition types, statuses and reasons are a closed set,
+// and the messages of resting Tasks repeat; messages naming a Job each are not worth sharing,
+// and once the table is full new strings are kept as they come.
+const maxInternedStrings = 4096
+
+type interner struct {
+	mu      sync.Mutex
+	max     int
+	strings map[string]string
+}
+
+func newInterner(max int) *interner { return &interner{max: max, strings: map[string]string{}} }
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if shared, ok := in.strings[s]; ok {
+		return shared
+	}
+	if len(in.strings) < in.max {
+		in.strings[s] = s
+	}
+	return s
+}
