@@ -377,5 +377,8 @@ func liveHeap(ctx context.Context, op *testenv.Operator, r *Result) error {
 	r.Addf("live heap after a GC / heap held from the OS", "go_memstats_heap_alloc_bytes / go_memstats_heap_sys_bytes - heap_released; heap profile: "+file,
 		"%.1f MiB / %.1f MiB", mib(int64(value("go_memstats_heap_alloc_bytes"))),
 		mib(int64(value("go_memstats_heap_sys_bytes")-value("go_memstats_heap_released_bytes"))))
+	r.Addf("runtime memory beside the heap: stacks / GC metadata / spans and other", "go_memstats_stack_sys_bytes / gc_sys_bytes / mspan_sys_bytes + mcache_sys_bytes + buck_hash_sys_bytes + other_sys_bytes; the rest of the RSS is the binary's mapped code and data",
+		"%.1f / %.1f / %.1f MiB", mib(int64(value("go_memstats_stack_sys_bytes"))), mib(int64(value("go_memstats_gc_sys_bytes"))),
+		mib(int64(value("go_memstats_mspan_sys_bytes")+value("go_memstats_mcache_sys_bytes")+value("go_memstats_buck_hash_sys_bytes")+value("go_memstats_other_sys_bytes"))))
 	return nil
 }
