@@ -83,9 +83,17 @@ func exact[S ~[]E, E any](s S) S {
 var cachedStrings = newInterner(maxInternedStrings)
 
 // maxInternedStrings bounds the table: condition types, statuses and reasons are a closed set,
-// and the messages of resting Tasks repeat; messages naming a Job each are not worth sharing,
-// and once the table is full new strings are kept as they come.
+// and the messages of resting Tasks repeat; messages naming a Job or a time each do not, and
+// they fill the table within a large fleet's first list. A full table is emptied and fills
+// again with what comes next: what repeats is soon back in it, what was offered once goes, and
+// a string that first shows up late (a new namespace, a Kueue message shared by a queue's
+// waiting Tasks) is still shared.
 const maxInternedStrings = 4096
+
+// maxInternedLen bounds the strings the table takes (a condition's reason may be 1 KiB): longer
+// ones are one Job's failure message or the like, unlikely to repeat, and the table would keep
+// them after their Task is gone (a message may be 32 KiB).
+const maxInternedLen = 1024
 
 type interner struct {
 	mu      sync.Mutex
@@ -96,7 +104,7 @@ type interner struct {
 func newInterner(max int) *interner { return &interner{max: max, strings: map[string]string{}} }
 
 func (in *interner) intern(s string) string {
-	if s == "" {
+	if s == "" || len(s) > maxInternedLen {
 		return s
 	}
 	in.mu.Lock()
@@ -104,8 +112,9 @@ func (in *interner) intern(s string) string {
 	if shared, ok := in.strings[s]; ok {
 		return shared
 	}
-	if len(in.strings) < in.max {
-		in.strings[s] = s
+	if len(in.strings) >= in.max {
+		clear(in.strings) // strings already shared stay shared in the objects that hold them
 	}
+	in.strings[s] = s
 	return s
 }
