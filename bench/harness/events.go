@@ -44,13 +44,18 @@ func OperatorCounter(ctx context.Context, o *testenv.Operator, name string) (flo
 	if err != nil {
 		return 0, err
 	}
+	return SampleSum(samples, name), nil
+}
+
+// SampleSum adds up the samples of one metric, across its labels.
+func SampleSum(samples []testenv.Sample, name string) float64 {
 	var sum float64
 	for _, s := range samples {
 		if s.Name == name {
 			sum += s.Value
 		}
 	}
-	return sum, nil
+	return sum
 }
 
 // OperatorFlag returns the value of the last --name=value (or -name=value) among the extra

@@ -260,6 +260,18 @@ func (e *Env) DeleteTasks(ctx context.Context, ns string, timeout time.Duration)
 	})
 }
 
+// WaitNoJobs waits until ns holds no Job.
+func (e *Env) WaitNoJobs(ctx context.Context, ns string, timeout time.Duration) error {
+	return testenv.Poll(ctx, timeout, 500*time.Millisecond, "the Jobs in "+ns+" to be gone", func(ctx context.Context) (bool, error) {
+		var jobs metav1.PartialObjectMetadataList
+		jobs.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
+		if err := e.Client.List(ctx, &jobs, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, err
+		}
+		return len(jobs.Items) == 0, nil
+	})
+}
+
 // Consistency is what a fault scenario must leave behind: every count but Tasks and Jobs zero.
 type Consistency struct {
 	Tasks, Jobs int

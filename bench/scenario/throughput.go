@@ -52,11 +52,7 @@ func throughput(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	if err := e.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(rawNS), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return fmt.Errorf("delete raw jobs: %w", err)
 	}
-	if err := testenv.Poll(ctx, timeoutFor(n, time.Minute, 50*time.Millisecond), 0, "raw Job deletion", func(ctx context.Context) (bool, error) {
-		var jobs batchv1.JobList
-		err := e.Client.List(ctx, &jobs, client.InNamespace(rawNS), client.Limit(1))
-		return err == nil && len(jobs.Items) == 0, err
-	}); err != nil {
+	if err := e.WaitNoJobs(ctx, rawNS, timeoutFor(n, time.Minute, 50*time.Millisecond)); err != nil {
 		return err
 	}
 
@@ -208,14 +204,7 @@ func idle(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	if err := e.DeleteTasks(ctx, throughputNS, timeoutFor(len(all.Items), 2*time.Minute, 50*time.Millisecond)); err != nil {
 		return err
 	}
-	return testenv.Poll(ctx, timeoutFor(len(all.Items), 2*time.Minute, 50*time.Millisecond), time.Second, "the throughput Jobs to be gone", func(ctx context.Context) (bool, error) {
-		var jobs metav1.PartialObjectMetadataList
-		jobs.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
-		if err := e.Client.List(ctx, &jobs, client.InNamespace(throughputNS)); err != nil {
-			return false, err
-		}
-		return len(jobs.Items) == 0, fmt.Errorf("%d Jobs left", len(jobs.Items))
-	})
+	return e.WaitNoJobs(ctx, throughputNS, timeoutFor(len(all.Items), 2*time.Minute, 50*time.Millisecond))
 }
 
 // memory, on a fresh operator, fills the cluster with s.Tasks suspended Tasks and as many Jobs
@@ -378,14 +367,7 @@ func liveHeap(ctx context.Context, op *testenv.Operator, r *Result) error {
 	if err != nil {
 		return err
 	}
-	value := func(name string) float64 {
-		for _, s := range samples {
-			if s.Name == name {
-				return s.Value
-			}
-		}
-		return 0
-	}
+	value := func(name string) float64 { return harness.SampleSum(samples, name) }
 	r.Addf("live heap after a GC / heap held from the OS", "go_memstats_heap_alloc_bytes / go_memstats_heap_sys_bytes - heap_released; heap profile: "+file,
 		"%.1f MiB / %.1f MiB", mib(int64(value("go_memstats_heap_alloc_bytes"))),
 		mib(int64(value("go_memstats_heap_sys_bytes")-value("go_memstats_heap_released_bytes"))))
