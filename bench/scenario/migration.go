@@ -114,7 +114,14 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 			"%.2f", rates[methodMigrate]/rates[methodBare])
 		r.Addf("StorageVersionMigration speed ÷ migrate.Run", "objects/s", "%.2f", rates[methodSVM]/rates[methodMigrate])
 	}
-	return probeHistories(ctx, e, up, cfg, max(5, min(20, n/10)), r)
+	f, err := newFloors(e, up)
+	if err != nil {
+		return err
+	}
+	if err := rewriteCeilings(ctx, e, f, n, rates[methodBare], r); err != nil {
+		return err
+	}
+	return probeHistories(ctx, e, up, f, cfg, max(5, min(20, n/10)), r)
 }
 
 // The methods a migration is timed with, in order.
@@ -144,7 +151,7 @@ func runMigration(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cfg 
 	switch method {
 	case methodBare:
 		began := time.Now()
-		done, err := bareRewrite(ctx, up, migrate.DefaultPageSize, migrate.DefaultConcurrency)
+		done, err := bareRewrite(ctx, tasksAtV1(up), migrate.DefaultPageSize, migrate.DefaultConcurrency)
 		if err != nil {
 			return 0, fmt.Errorf("bare client: %w", err)
 		}
@@ -194,12 +201,15 @@ func checkMigrated(ctx context.Context, up *testenv.Upgrade, method string, n in
 
 // probeHistories measures the conversion calls of each write path on k Tasks of each history,
 // then migrates them and measures the v1alpha1 ones again: what migrate leaves behind.
-func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cfg *rest.Config, k int, r *Result) error {
+func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, cfg *rest.Config, k int, r *Result) error {
 	if err := prepareFixture(ctx, e, up, 0); err != nil {
 		return fmt.Errorf("write probes: %w", err)
 	}
 	if err := probeWrites(ctx, e, up, k, r); err != nil {
 		return err
+	}
+	if err := probeCallFloor(ctx, e, up, f, k, floorReadsPerTask*k, r); err != nil {
+		return fmt.Errorf("floor probe: %w", err)
 	}
 	if _, err := migrate.Run(ctx, cfg, migrate.Options{}); err != nil {
 		return fmt.Errorf("migrate.Run of the probed Tasks: %w", err)
@@ -207,6 +217,10 @@ func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, cf
 	_, err := probePaths(ctx, e, up, k, r, histories[1], " then migrated")
 	return err
 }
+
+// floorReadsPerTask is how often the floor probe reads each probed Task: enough calls for a
+// p99, a few seconds at most.
+const floorReadsPerTask = 50
 
 // prepareFixture leaves n Tasks stored at v1alpha1 under this release's CRD.
 func prepareFixture(ctx context.Context, e *harness.Env, up *testenv.Upgrade, n int) error {

@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -21,11 +21,18 @@ import (
 	"example.com/task-operator/internal/testenv"
 )
 
+// resourceIn is a resource at its storage version in one namespace, or all of them for "".
+type resourceIn func(namespace string) dynamic.ResourceInterface
+
+func tasksAtV1(up *testenv.Upgrade) resourceIn {
+	return func(ns string) dynamic.ResourceInterface { return up.Tasks("v1", ns) }
+}
+
 // bareRewrite is the baseline a migration is judged against: what any client does to rewrite
-// every Task at the storage version, with no checkpoint, progress or trim. It LISTs pages of
-// pageSize at v1 and PUTs each Task back unchanged with workers in flight, reading a Task again
+// every object at the storage version, with no checkpoint, progress or trim. It LISTs pages of
+// pageSize and PUTs each object back unchanged with workers in flight, reading an object again
 // after a conflict.
-func bareRewrite(ctx context.Context, up *testenv.Upgrade, pageSize int64, workers int) (int, error) {
+func bareRewrite(ctx context.Context, res resourceIn, pageSize int64, workers int) (int, error) {
 	items := make(chan unstructured.Unstructured, workers)
 	var (
 		mu        sync.Mutex
@@ -36,7 +43,7 @@ func bareRewrite(ctx context.Context, up *testenv.Upgrade, pageSize int64, worke
 	for range workers {
 		wg.Go(func() {
 			for obj := range items {
-				err := putUnchanged(ctx, up, &obj)
+				err := putUnchanged(ctx, res, &obj)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -47,18 +54,18 @@ func bareRewrite(ctx context.Context, up *testenv.Upgrade, pageSize int64, worke
 			}
 		})
 	}
-	listErr := listPages(ctx, up, pageSize, items)
+	listErr := listPages(ctx, res, pageSize, items)
 	close(items)
 	wg.Wait()
 	return rewritten, errors.Join(append(errs, listErr)...)
 }
 
-func listPages(ctx context.Context, up *testenv.Upgrade, pageSize int64, items chan<- unstructured.Unstructured) error {
+func listPages(ctx context.Context, res resourceIn, pageSize int64, items chan<- unstructured.Unstructured) error {
 	cont := ""
 	for {
-		page, err := up.Tasks("v1", metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
+		page, err := res(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
 		if err != nil {
-			return fmt.Errorf("list tasks: %w", err)
+			return fmt.Errorf("list: %w", err)
 		}
 		for _, item := range page.Items {
 			items <- item
@@ -69,19 +76,19 @@ func listPages(ctx context.Context, up *testenv.Upgrade, pageSize int64, items c
 	}
 }
 
-func putUnchanged(ctx context.Context, up *testenv.Upgrade, obj *unstructured.Unstructured) error {
-	tasks := up.Tasks("v1", obj.GetNamespace())
+func putUnchanged(ctx context.Context, res resourceIn, obj *unstructured.Unstructured) error {
+	objects := res(obj.GetNamespace())
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh, err := tasks.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			fresh, err := objects.Get(ctx, obj.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			obj = fresh
 		}
 		first = false
-		_, err := tasks.Update(ctx, obj, metav1.UpdateOptions{})
+		_, err := objects.Update(ctx, obj, metav1.UpdateOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -135,14 +142,9 @@ func (l conversionLoad) report(r *Result, method string, n int) {
 	if len(l.handler) == 0 {
 		return
 	}
-	d := slices.Clone(l.handler)
-	slices.Sort(d)
-	var sum time.Duration
-	for _, x := range d {
-		sum += x
-	}
-	r.Addf(method+": conversion call, handler p50 / p99", fmt.Sprintf("%d requests timed inside the /convert handler, over %d TLS handshakes; mean %s", len(d), l.handshakes, (sum/time.Duration(len(d))).Round(time.Microsecond)),
-		"%s / %s", quantile(d, 0.5).Round(time.Microsecond), quantile(d, 0.99).Round(time.Microsecond))
+	s := summarize(l.handler)
+	r.Addf(method+": conversion call, handler p50 / p99", fmt.Sprintf("%d requests timed inside the /convert handler, over %d TLS handshakes; mean %s", len(l.handler), l.handshakes, s.mean),
+		"%s / %s", s.p50, s.p99)
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {

@@ -34,6 +34,8 @@ type ConversionServer struct {
 	CABundle []byte
 
 	dir    string
+	srv    crwebhook.Server
+	port   int
 	cancel context.CancelFunc
 	done   chan error
 	timing handlerTiming
@@ -94,8 +96,8 @@ func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error)
 		}
 	}
 	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir, TLSOpts: []func(*tls.Config){countHandshakes}})
-	srv.Register("/convert", s.timing.wrap(conversion.NewHandler()))
-	s.URL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
+	s.srv, s.port = srv, port
+	s.URL = s.Handle("/convert", conversion.NewHandler())
 
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.done <- srv.Start(ctx) }()
@@ -113,6 +115,13 @@ func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// Handle serves h at path too, timed like /convert, and returns its https URL. A benchmark
+// uses it to set another webhook beside the product's on the same connection settings.
+func (s *ConversionServer) Handle(path string, h http.Handler) string {
+	s.srv.Register(path, s.timing.wrap(h))
+	return fmt.Sprintf("https://127.0.0.1:%d%s", s.port, path)
 }
 
 // Close stops the server and removes its certificate.

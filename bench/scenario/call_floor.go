@@ -1,0 +1,346 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apixclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
+)
+
+// The floor probe asks how much of a conversion call, as the apiserver times it, any webhook
+// could save. It reads objects at v1alpha1 that are stored at v1, one GET at a time (one call
+// each, nothing else running), for Tasks through the product's /convert and for a twin CRD
+// whose webhook only renames apiVersion, and times the same review sent by a plain Go client
+// over the same loopback TLS.
+const (
+	floorGroup    = "bench.example.com"
+	floorResource = "floors"
+	floorPath     = "/convert-rename-only"
+)
+
+var floorCRDName = floorResource + "." + floorGroup
+
+func floorGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: floorGroup, Version: version, Resource: floorResource}
+}
+
+// floorTarget is one webhook the probe times: the objects it converts and how to read one.
+type floorTarget struct {
+	name    string
+	crd     string
+	url     string
+	objects []*unstructured.Unstructured
+	read    func(ctx context.Context, name string) error
+}
+
+// floors is what the floor probes share: clients without rate limits and the rename-only
+// webhook, served beside /convert.
+type floors struct {
+	crds apixclient.CustomResourceDefinitionInterface
+	dyn  dynamic.Interface
+	url  string
+	ca   []byte
+}
+
+// newFloors serves the rename-only webhook on up's conversion server: once per server.
+func newFloors(e *harness.Env, up *testenv.Upgrade) (*floors, error) {
+	cfg := rest.CopyConfig(e.Cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := apixclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	url := up.Conversion().Handle(floorPath, http.HandlerFunc(renameOnly))
+	return &floors{crds: crds.CustomResourceDefinitions(), dyn: dyn, url: url, ca: up.Conversion().CABundle}, nil
+}
+
+func (f *floors) in(version string) resourceIn {
+	return func(ns string) dynamic.ResourceInterface { return f.dyn.Resource(floorGVR(version)).Namespace(ns) }
+}
+
+func (f *floors) renameOnly() *apix.CustomResourceConversion {
+	return &apix.CustomResourceConversion{Strategy: apix.WebhookConverter, Webhook: &apix.WebhookConversion{
+		ClientConfig:             &apix.WebhookClientConfig{URL: &f.url, CABundle: f.ca},
+		ConversionReviewVersions: []string{"v1"},
+	}}
+}
+
+// probeCallFloor times reads GETs of each target, spread over the k "created at v1" Tasks of
+// the write probe and their twins.
+func probeCallFloor(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, k, reads int, r *Result) (err error) {
+	if err := f.install(ctx, "v1", f.renameOnly()); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
+	tasks, twins, err := f.twins(ctx, up, k)
+	if err != nil {
+		return err
+	}
+	targets := []floorTarget{
+		{name: "the product's /convert", crd: taskv1.CRDName, url: up.Conversion().URL, objects: tasks, read: func(ctx context.Context, name string) error {
+			_, err := up.Tasks("v1alpha1", callsNS).Get(ctx, name, metav1.GetOptions{})
+			return err
+		}},
+		{name: "a webhook that only renames apiVersion", crd: floorCRDName, url: f.url, objects: twins, read: func(ctx context.Context, name string) error {
+			_, err := f.in("v1alpha1")(callsNS).Get(ctx, name, metav1.GetOptions{})
+			return err
+		}},
+	}
+	client, err := reviewClient(f.ca)
+	if err != nil {
+		return err
+	}
+	var apiserverMeans, clientMeans [2]time.Duration
+	for i, t := range targets {
+		if apiserverMeans[i], err = timeReads(ctx, e, up, t, reads, r); err != nil {
+			return err
+		}
+		if clientMeans[i], err = timeReviews(ctx, client, t, reads, r); err != nil {
+			return err
+		}
+	}
+	r.Addf("conversion call floor: apiserver's own share", "apiserver mean − Go client mean, for the webhook that only renames apiVersion; the product's: "+
+		(apiserverMeans[0]-clientMeans[0]).Round(time.Microsecond).String(), "%s", (apiserverMeans[1] - clientMeans[1]).Round(time.Microsecond))
+	return nil
+}
+
+// twins returns the k Tasks as stored at v1 and a twin of each: the same name, labels, spec and
+// status in a Floor, created at v1.
+func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int) (tasks, twins []*unstructured.Unstructured, err error) {
+	for i := range k {
+		task, err := up.Tasks("v1", callsNS).Get(ctx, probeName(histories[0], i), metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor twins: %w", err)
+		}
+		twin := floorObject("v1", callsNS, task.GetName())
+		twin.SetLabels(task.GetLabels())
+		twin.Object["spec"], twin.Object["status"] = task.Object["spec"], task.Object["status"]
+		created, err := f.in("v1")(callsNS).Create(ctx, twin, metav1.CreateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor twins: %w", err)
+		}
+		tasks, twins = append(tasks, task), append(twins, created)
+	}
+	return tasks, twins, nil
+}
+
+func floorObject(version, ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": floorGroup + "/" + version, "kind": "Floor",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+	}}
+}
+
+// install replaces any Floor CRD with one stored at storage and converted by conv, and waits
+// until it serves its storage version.
+func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomResourceConversion) error {
+	if err := f.uninstall(ctx); err != nil {
+		return err
+	}
+	anything := &apix.CustomResourceValidation{OpenAPIV3Schema: &apix.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}}
+	var versions []apix.CustomResourceDefinitionVersion
+	// The same served versions as Task, so the apiserver keeps the same watch caches.
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+		versions = append(versions, apix.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage, Schema: anything})
+	}
+	crd := &apix.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: floorCRDName},
+		Spec: apix.CustomResourceDefinitionSpec{
+			Group:      floorGroup,
+			Names:      apix.CustomResourceDefinitionNames{Plural: floorResource, Singular: "floor", Kind: "Floor", ListKind: "FloorList"},
+			Scope:      apix.NamespaceScoped,
+			Versions:   versions,
+			Conversion: conv,
+		},
+	}
+	if _, err := f.crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("floor CRD: %w", err)
+	}
+	return testenv.Poll(ctx, time.Minute, 100*time.Millisecond, "Floors to be served", func(ctx context.Context) (bool, error) {
+		_, err := f.in(storage)(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	})
+}
+
+// uninstall deletes the Floor CRD, and so every Floor, and waits until it is gone.
+func (f *floors) uninstall(ctx context.Context) error {
+	if err := f.crds.Delete(ctx, floorCRDName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the floor CRD: %w", err)
+	}
+	return testenv.Poll(ctx, 10*time.Minute, 0, "the floor CRD to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := f.crds.Get(ctx, floorCRDName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// renameOnly answers a ConversionReview by changing each object's apiVersion and nothing else:
+// the least a conversion webhook can do.
+func renameOnly(w http.ResponseWriter, req *http.Request) {
+	var review apix.ConversionReview
+	if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("not a ConversionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	version, err := json.Marshal(review.Request.DesiredAPIVersion)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp := &apix.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	for i, raw := range review.Request.Objects {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+			http.Error(w, fmt.Sprintf("request.objects[%d]: %v", i, err), http.StatusBadRequest)
+			return
+		}
+		obj["apiVersion"] = version
+		out, err := json.Marshal(obj)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
+	}
+	review.Request, review.Response = nil, resp
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&review)
+}
+
+// timeReads GETs t's objects at v1alpha1, reads times in turn, and reports the apiserver's
+// timing of the conversion calls they made; it returns their mean.
+func timeReads(ctx context.Context, e *harness.Env, up *testenv.Upgrade, t floorTarget, reads int, r *Result) (time.Duration, error) {
+	before, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
+	if err != nil {
+		return 0, err
+	}
+	up.Conversion().HandlerTimes()
+	for i := range reads {
+		if err := t.read(ctx, t.objects[i%len(t.objects)].GetName()); err != nil {
+			return 0, fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
+		}
+	}
+	after, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
+	if err != nil {
+		return 0, err
+	}
+	handler, _ := up.Conversion().HandlerTimes()
+	calls := after.Sub(before).Total()
+	if calls.Count == 0 {
+		r.Violation("floor probe: no conversion call made by GETs at v1alpha1 of "+t.name, 1, "the apiserver answered from a cache: nothing was timed")
+		return 0, nil
+	}
+	mean := time.Duration(float64(time.Second) * calls.Sum / calls.Count)
+	hs := summarize(handler)
+	r.Addf("conversion call floor, apiserver, one GET at a time: "+t.name,
+		fmt.Sprintf("%d GETs at v1alpha1, %.2f calls each, %.0f%% ≤ 1 ms; handler p50 %s, mean %s", reads, calls.Count/float64(reads), 100*calls.Within(0.001), hs.p50, hs.mean),
+		"mean %s, p50 %.2f ms / p99 %.2f ms", mean.Round(time.Microsecond), 1000*calls.Quantile(0.5), 1000*calls.Quantile(0.99))
+	return mean, nil
+}
+
+// reviewClient speaks to the conversion server as the apiserver does: HTTP/1.1 over TLS,
+// connections kept.
+func reviewClient(caBundle []byte) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caBundle) {
+		return nil, errors.New("floor probe: the conversion server's CA bundle holds no certificate")
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+}
+
+// timeReviews sends the review asking for each of t's objects at v1alpha1, reads times in
+// turn, and reports the round trip as the client times it; it returns the mean.
+func timeReviews(ctx context.Context, client *http.Client, t floorTarget, reads int, r *Result) (time.Duration, error) {
+	bodies := make([][]byte, len(t.objects))
+	for i, obj := range t.objects {
+		raw, err := obj.MarshalJSON()
+		if err != nil {
+			return 0, err
+		}
+		review := apix.ConversionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
+			Request: &apix.ConversionRequest{UID: "floor-probe", DesiredAPIVersion: obj.GroupVersionKind().Group + "/v1alpha1",
+				Objects: []runtime.RawExtension{{Raw: raw}}},
+		}
+		if bodies[i], err = json.Marshal(&review); err != nil {
+			return 0, err
+		}
+	}
+	taken := make([]time.Duration, 0, reads)
+	for i := range reads + 1 {
+		began := time.Now()
+		if err := postReview(ctx, client, t.url, bodies[i%len(bodies)]); err != nil {
+			return 0, fmt.Errorf("review to %s: %w", t.name, err)
+		}
+		if i > 0 { // the first opens the connection
+			taken = append(taken, time.Since(began))
+		}
+	}
+	s := summarize(taken)
+	r.Addf("conversion call floor, Go client, one at a time: "+t.name, fmt.Sprintf("%d reviews of one object, HTTP/1.1 over loopback TLS, connection kept", reads),
+		"mean %s, p50 %s / p99 %s", s.mean, s.p50, s.p99)
+	return s.mean, nil
+}
+
+func postReview(ctx context.Context, client *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	var review apix.ConversionReview
+	if err := json.Unmarshal(answer, &review); err != nil || review.Response == nil || len(review.Response.ConvertedObjects) != 1 {
+		return fmt.Errorf("status %d, answer %.200q: %v", resp.StatusCode, answer, err)
+	}
+	return nil
+}
+
+// durations is a summary of timings, rounded to the microsecond.
+type durations struct{ mean, p50, p99 time.Duration }
+
+func summarize(d []time.Duration) durations {
+	if len(d) == 0 {
+		return durations{}
+	}
+	sorted := slices.Clone(d)
+	slices.Sort(sorted)
+	var sum time.Duration
+	for _, x := range sorted {
+		sum += x
+	}
+	us := func(x time.Duration) time.Duration { return x.Round(time.Microsecond) }
+	return durations{mean: us(sum / time.Duration(len(sorted))), p50: us(quantile(sorted, 0.5)), p99: us(quantile(sorted, 0.99))}
+}

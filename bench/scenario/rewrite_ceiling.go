@@ -1,0 +1,141 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/migrate"
+)
+
+// The rewrite ceiling asks how fast this machine's apiserver and etcd rewrite n objects of a
+// Task's size stored at v1alpha1 when conversion costs nothing: the bare client's rewrite of
+// Floors, first with no conversion webhook at all, then with the rename-only one. What the
+// Tasks' migration can reach is bounded by the first.
+const floorEtcdPrefix = "/registry/" + floorGroup + "/" + floorResource + "/"
+
+// rewriteCeilings reports both ceilings beside the Tasks' bare-client rate taskRate.
+func rewriteCeilings(ctx context.Context, e *harness.Env, f *floors, n int, taskRate float64, r *Result) (err error) {
+	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
+	for _, c := range []struct {
+		name string
+		conv *apix.CustomResourceConversion
+	}{
+		{"no conversion webhook", &apix.CustomResourceConversion{Strategy: apix.NoneConverter}},
+		{"the rename-only webhook", f.renameOnly()},
+	} {
+		e.Logf("rewriting %d Floors, %s", n, c.name)
+		d, calls, err := f.rewrite(ctx, e, c.name, c.conv, n, r)
+		if err != nil {
+			return fmt.Errorf("rewrite ceiling, %s: %w", c.name, err)
+		}
+		r.Addf("rewrite ceiling, bare client: "+c.name, fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object; the Tasks' bare client ÷ this: %.2f",
+			n, rate(n, d), calls, taskRate/rate(n, d)), "%s", secs(d))
+	}
+	return nil
+}
+
+// rewrite stores n Floors at v1alpha1 under conv (called name), moves the storage version to v1 and times the
+// bare client's rewrite; it returns the time and the conversion calls per object.
+func (f *floors) rewrite(ctx context.Context, e *harness.Env, name string, conv *apix.CustomResourceConversion, n int, r *Result) (time.Duration, float64, error) {
+	if err := f.install(ctx, "v1alpha1", conv); err != nil {
+		return 0, 0, err
+	}
+	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("floor-%05d", i)
+		obj := testenv.V1alpha1Task(migrateNS, name, i)
+		obj.SetAPIVersion(floorGroup + "/v1alpha1")
+		obj.SetKind("Floor")
+		if i%3 == 0 { // as CreateV1alpha1Tasks gives every third Task a status
+			obj.Object["status"] = testenv.V1alpha1Status(name, i)
+		}
+		_, err := f.in("v1alpha1")(migrateNS).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("create Floors: %w", err)
+	}
+	if err := f.storeAt(ctx, e, "v1"); err != nil {
+		return 0, 0, err
+	}
+	before, err := harness.APIServerConversions(ctx, e.Kube, floorCRDName)
+	if err != nil {
+		return 0, 0, err
+	}
+	began := time.Now()
+	done, err := bareRewrite(ctx, f.in("v1"), migrate.DefaultPageSize, migrate.DefaultConcurrency)
+	d := time.Since(began)
+	if err != nil {
+		return 0, 0, err
+	}
+	if done != n {
+		return 0, 0, fmt.Errorf("rewrote %d Floors, want %d", done, n)
+	}
+	time.Sleep(time.Second) // the watch caches decode the last writes' events after they return
+	after, err := harness.APIServerConversions(ctx, e.Kube, floorCRDName)
+	if err != nil {
+		return 0, 0, err
+	}
+	stored, _, err := e.CP.StoredObjects(ctx, floorEtcdPrefix)
+	if err != nil {
+		return 0, 0, err
+	}
+	notV1 := 0
+	for _, o := range stored {
+		if o.APIVersion() != floorGroup+"/v1" {
+			notV1++
+		}
+	}
+	r.Violation("rewrite ceiling, "+name+": Floors not at v1 in etcd", notV1, fmt.Sprintf("of %d", len(stored)))
+	return d, after.Sub(before).Total().Count / float64(n), nil
+}
+
+// storeAt makes version the Floors' storage version and waits until a new Floor lands in etcd
+// at it: the apiserver swaps a CRD's storage asynchronously.
+func (f *floors) storeAt(ctx context.Context, e *harness.Env, version string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := f.crds.Get(ctx, floorCRDName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
+		}
+		_, err = f.crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("floor CRD storage version: %w", err)
+	}
+	const name = "floor-storage-probe"
+	probes := f.in(version)(migrateNS)
+	err = testenv.Poll(ctx, time.Minute, 50*time.Millisecond, "Floors to be stored at "+version, func(ctx context.Context) (bool, error) {
+		if _, err := probes.Create(ctx, floorObject(version, migrateNS, name), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, err
+		}
+		raw, err := e.CP.EtcdGet(ctx, floorEtcdPrefix+migrateNS+"/"+name)
+		if err != nil {
+			return false, err
+		}
+		if err := probes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		stored := testenv.StoredObject{Value: raw}.APIVersion()
+		return stored == floorGroup+"/"+version, fmt.Errorf("the probe was stored at %q", stored)
+	})
+	if err != nil {
+		return err
+	}
+	return testenv.Poll(ctx, time.Minute, 20*time.Millisecond, "the storage probe to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := e.CP.EtcdGet(ctx, floorEtcdPrefix+migrateNS+"/"+name)
+		return errors.Is(err, testenv.ErrKeyNotFound), err
+	})
+}
