@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
@@ -45,10 +46,12 @@ func floorGVR(version string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: floorGroup, Version: version, Resource: floorResource}
 }
 
-// floorTarget is one webhook the probe times: the objects it converts and how to read one.
+// floorTarget is one webhook the probe times: the objects it converts, the server that serves
+// it and how to read one object through it.
 type floorTarget struct {
 	name    string
 	crd     string
+	server  *testenv.ConversionServer
 	url     string
 	objects []*unstructured.Unstructured
 	read    func(ctx context.Context, name string) error
@@ -83,49 +86,135 @@ func (f *floors) in(version string) resourceIn {
 	return func(ns string) dynamic.ResourceInterface { return f.dyn.Resource(floorGVR(version)).Namespace(ns) }
 }
 
-func (f *floors) renameOnly() *apix.CustomResourceConversion {
+func webhookConversion(url string, ca []byte) *apix.CustomResourceConversion {
 	return &apix.CustomResourceConversion{Strategy: apix.WebhookConverter, Webhook: &apix.WebhookConversion{
-		ClientConfig:             &apix.WebhookClientConfig{URL: &f.url, CABundle: f.ca},
+		ClientConfig:             &apix.WebhookClientConfig{URL: &url, CABundle: ca},
 		ConversionReviewVersions: []string{"v1"},
 	}}
 }
 
-// probeCallFloor times reads GETs of each target, spread over the k "created at v1" Tasks of
-// the write probe and their twins.
+func (f *floors) renameOnly() *apix.CustomResourceConversion { return webhookConversion(f.url, f.ca) }
+
+// probeCallFloor times reads GETs through each webhook, spread over the k "created at v1" Tasks
+// of the write probe and their twins, first over HTTP/1.1 (up's server, as the operator's) and
+// then over HTTP/2 (a second server), which the apiserver uses at a loopback URL if offered.
 func probeCallFloor(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, k, reads int, r *Result) (err error) {
+	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
 	if err := f.install(ctx, "v1", f.renameOnly()); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
 	tasks, twins, err := f.twins(ctx, up, k)
 	if err != nil {
 		return err
 	}
-	targets := []floorTarget{
-		{name: "the product's /convert", crd: taskv1.CRDName, url: up.Conversion().URL, objects: tasks, read: func(ctx context.Context, name string) error {
-			_, err := up.Tasks("v1alpha1", callsNS).Get(ctx, name, metav1.GetOptions{})
-			return err
-		}},
-		{name: "a webhook that only renames apiVersion", crd: floorCRDName, url: f.url, objects: twins, read: func(ctx context.Context, name string) error {
-			_, err := f.in("v1alpha1")(callsNS).Get(ctx, name, metav1.GetOptions{})
-			return err
-		}},
-	}
-	client, err := reviewClient(f.ca)
+	h2, err := testenv.StartConversionServer(ctx, testenv.ConversionServerOptions{HTTP2: true})
 	if err != nil {
 		return err
 	}
-	var apiserverMeans, clientMeans [2]time.Duration
-	for i, t := range targets {
-		if apiserverMeans[i], err = timeReads(ctx, e, up, t, reads, r); err != nil {
+	defer func() { err = errors.Join(err, h2.Close()) }()
+	h2Rename := h2.Handle(floorPath, http.HandlerFunc(renameOnly))
+	// Whatever happens, Tasks must be converted by up's server again for what follows.
+	defer func() {
+		err = errors.Join(err, f.point(context.WithoutCancel(ctx), taskv1.CRDName, up.Conversion().URL, up.Conversion().CABundle))
+	}()
+	for _, p := range []struct {
+		proto             string
+		server            *testenv.ConversionServer
+		taskURL, floorURL string
+	}{
+		{"HTTP/1.1", up.Conversion(), up.Conversion().URL, f.url},
+		{"HTTP/2", h2, h2.URL, h2Rename},
+	} {
+		if err := f.point(ctx, taskv1.CRDName, p.taskURL, p.server.CABundle); err != nil {
 			return err
 		}
-		if clientMeans[i], err = timeReviews(ctx, client, t, reads, r); err != nil {
+		if err := f.point(ctx, floorCRDName, p.floorURL, p.server.CABundle); err != nil {
+			return err
+		}
+		targets := []floorTarget{
+			{name: "the product's /convert, " + p.proto, crd: taskv1.CRDName, server: p.server, url: p.taskURL, objects: tasks, read: func(ctx context.Context, name string) error {
+				_, err := up.Tasks("v1alpha1", callsNS).Get(ctx, name, metav1.GetOptions{})
+				return err
+			}},
+			{name: "a webhook that only renames apiVersion, " + p.proto, crd: floorCRDName, server: p.server, url: p.floorURL, objects: twins, read: func(ctx context.Context, name string) error {
+				_, err := f.in("v1alpha1")(callsNS).Get(ctx, name, metav1.GetOptions{})
+				return err
+			}},
+		}
+		if err := timeFloor(ctx, e, targets, p.proto == "HTTP/2", reads, r); err != nil {
 			return err
 		}
 	}
-	r.Addf("conversion call floor: apiserver's own share", "apiserver mean − Go client mean, for the webhook that only renames apiVersion; the product's: "+
-		(apiserverMeans[0]-clientMeans[0]).Round(time.Microsecond).String(), "%s", (apiserverMeans[1] - clientMeans[1]).Round(time.Microsecond))
+	return nil
+}
+
+// timeFloor times every target's reads at the apiserver and the same reviews from a Go client,
+// and reports the difference for each.
+func timeFloor(ctx context.Context, e *harness.Env, targets []floorTarget, http2 bool, reads int, r *Result) error {
+	client, err := reviewClient(targets[0].server.CABundle, http2)
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+	for _, t := range targets {
+		if err := waitServed(ctx, e, t); err != nil {
+			return err
+		}
+		atAPIServer, ok, err := timeReads(ctx, e, t, reads, r)
+		if err != nil || !ok {
+			return err
+		}
+		atClient, err := timeReviews(ctx, client, t, reads, r)
+		if err != nil {
+			return err
+		}
+		r.Addf("conversion call floor, apiserver mean − Go client mean: "+t.name, "what the apiserver adds to a call: its own work and the wake-ups between two processes",
+			"%s", (atAPIServer - atClient).Round(time.Microsecond))
+	}
+	return nil
+}
+
+// point makes url (signed by ca) the conversion webhook of crd.
+func (f *floors) point(ctx context.Context, crd, url string, ca []byte) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := f.crds.Get(ctx, crd, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := got.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil &&
+			c.Webhook.ClientConfig.URL != nil && *c.Webhook.ClientConfig.URL == url && bytes.Equal(c.Webhook.ClientConfig.CABundle, ca) {
+			return nil
+		}
+		got.Spec.Conversion = webhookConversion(url, ca)
+		_, err = f.crds.Update(ctx, got, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("point %s at %s: %w", crd, url, err)
+	}
+	return nil
+}
+
+// waitServed waits until t's server converts t's reads (a CRD change reaches the apiserver's
+// handlers asynchronously) and the apiserver stops calling either webhook otherwise (the
+// rebuilt watch caches list their objects), so that nothing else runs while t is timed.
+func waitServed(ctx context.Context, e *harness.Env, t floorTarget) error {
+	err := testenv.Poll(ctx, time.Minute, 200*time.Millisecond, "the apiserver to call "+t.url, func(ctx context.Context) (bool, error) {
+		t.server.HandlerTimes()
+		if err := t.read(ctx, t.objects[0].GetName()); err != nil {
+			return false, err
+		}
+		served, _ := t.server.HandlerTimes()
+		return len(served) > 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, crd := range []string{taskv1.CRDName, floorCRDName} {
+		if _, err := settleConversions(ctx, e, crd); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -232,44 +321,58 @@ func renameOnly(w http.ResponseWriter, req *http.Request) {
 }
 
 // timeReads GETs t's objects at v1alpha1, reads times in turn, and reports the apiserver's
-// timing of the conversion calls they made; it returns their mean.
-func timeReads(ctx context.Context, e *harness.Env, up *testenv.Upgrade, t floorTarget, reads int, r *Result) (time.Duration, error) {
+// timing of the conversion calls they made; it returns their mean, and false when the calls
+// were not one per GET through t's server (a violation, reported).
+func timeReads(ctx context.Context, e *harness.Env, t floorTarget, reads int, r *Result) (time.Duration, bool, error) {
 	before, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	up.Conversion().HandlerTimes()
+	t.server.HandlerTimes()
+	t.server.Protocols()
 	for i := range reads {
 		if err := t.read(ctx, t.objects[i%len(t.objects)].GetName()); err != nil {
-			return 0, fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
+			return 0, false, fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
 		}
 	}
 	after, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	handler, _ := up.Conversion().HandlerTimes()
+	handler, _ := t.server.HandlerTimes()
+	protocols := t.server.Protocols()
 	calls := after.Sub(before).Total()
-	if calls.Count == 0 {
-		r.Violation("floor probe: no conversion call made by GETs at v1alpha1 of "+t.name, 1, "the apiserver answered from a cache: nothing was timed")
-		return 0, nil
+	if int(calls.Count) != reads || len(handler) != reads {
+		r.Violation("conversion call floor: not one call per GET through "+t.name, 1,
+			fmt.Sprintf("%d GETs, %.0f calls timed by the apiserver, %d served by %s", reads, calls.Count, len(handler), t.url))
+		return 0, false, nil
 	}
 	mean := time.Duration(float64(time.Second) * calls.Sum / calls.Count)
 	hs := summarize(handler)
 	r.Addf("conversion call floor, apiserver, one GET at a time: "+t.name,
-		fmt.Sprintf("%d GETs at v1alpha1, %.2f calls each, %.0f%% ≤ 1 ms; handler p50 %s, mean %s", reads, calls.Count/float64(reads), 100*calls.Within(0.001), hs.p50, hs.mean),
+		fmt.Sprintf("%d GETs at v1alpha1, one call each, %v; %.0f%% ≤ 1 ms, %.0f%% ≤ 2 ms (the first buckets: p50 ≤ 0.5 ms needs all ≤ 1 ms); handler p50 %s, mean %s; object %s",
+			reads, protocols, 100*calls.Within(0.001), 100*calls.Within(0.002), hs.p50, hs.mean, objectSize(t.objects[0])),
 		"mean %s, p50 %.2f ms / p99 %.2f ms", mean.Round(time.Microsecond), 1000*calls.Quantile(0.5), 1000*calls.Quantile(0.99))
-	return mean, nil
+	return mean, true, nil
 }
 
-// reviewClient speaks to the conversion server as the apiserver does: HTTP/1.1 over TLS,
-// connections kept.
-func reviewClient(caBundle []byte) (*http.Client, error) {
+func objectSize(obj *unstructured.Unstructured) string {
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%d bytes", len(raw))
+}
+
+// reviewClient speaks to a conversion server as the apiserver does: over TLS, connections
+// kept, HTTP/2 if asked and offered.
+func reviewClient(caBundle []byte, http2 bool) (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caBundle) {
 		return nil, errors.New("floor probe: the conversion server's CA bundle holds no certificate")
 	}
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: http2}
+	return &http.Client{Timeout: 10 * time.Second, Transport: transport}, nil
 }
 
 // timeReviews sends the review asking for each of t's objects at v1alpha1, reads times in
@@ -291,9 +394,11 @@ func timeReviews(ctx context.Context, client *http.Client, t floorTarget, reads 
 		}
 	}
 	taken := make([]time.Duration, 0, reads)
+	proto := ""
 	for i := range reads + 1 {
 		began := time.Now()
-		if err := postReview(ctx, client, t.url, bodies[i%len(bodies)]); err != nil {
+		var err error
+		if proto, err = postReview(ctx, client, t.url, bodies[i%len(bodies)]); err != nil {
 			return 0, fmt.Errorf("review to %s: %w", t.name, err)
 		}
 		if i > 0 { // the first opens the connection
@@ -301,31 +406,33 @@ func timeReviews(ctx context.Context, client *http.Client, t floorTarget, reads 
 		}
 	}
 	s := summarize(taken)
-	r.Addf("conversion call floor, Go client, one at a time: "+t.name, fmt.Sprintf("%d reviews of one object, HTTP/1.1 over loopback TLS, connection kept", reads),
+	r.Addf("conversion call floor, Go client, one at a time: "+t.name, fmt.Sprintf("%d reviews of one object, %s over loopback TLS, connection kept", reads, proto),
 		"mean %s, p50 %s / p99 %s", s.mean, s.p50, s.p99)
 	return s.mean, nil
 }
 
-func postReview(ctx context.Context, client *http.Client, url string, body []byte) error {
+// postReview sends one review and checks the answer holds one object; it returns the HTTP
+// version spoken.
+func postReview(ctx context.Context, client *http.Client, url string, body []byte) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var review apix.ConversionReview
 	if err := json.Unmarshal(answer, &review); err != nil || review.Response == nil || len(review.Response.ConvertedObjects) != 1 {
-		return fmt.Errorf("status %d, answer %.200q: %v", resp.StatusCode, answer, err)
+		return "", fmt.Errorf("status %d, answer %.200q: %v", resp.StatusCode, answer, err)
 	}
-	return nil
+	return resp.Proto, nil
 }
 
 // durations is a summary of timings, rounded to the microsecond.

@@ -128,6 +128,28 @@ func watchConversions(ctx context.Context, e *harness.Env, up *testenv.Upgrade) 
 	}, nil
 }
 
+// settleConversions waits until the apiserver stops calling crd's webhook and returns how many
+// calls it waited for. After a CRD changes, its new watch caches list every object again, one
+// conversion call per object and cached version; a measurement started meanwhile would count
+// those as its own and compete with them for CPU.
+func settleConversions(ctx context.Context, e *harness.Env, crd string) (float64, error) {
+	first, last := -1.0, -1.0
+	err := testenv.Poll(ctx, 10*time.Minute, 2*time.Second, "conversion calls to stop", func(ctx context.Context) (bool, error) {
+		c, err := harness.APIServerConversions(ctx, e.Kube, crd)
+		if err != nil {
+			return false, err
+		}
+		n := c.Total().Count
+		if first < 0 {
+			first = n
+		}
+		settled := n == last
+		last = n
+		return settled, nil
+	})
+	return last - first, err
+}
+
 // report adds the rows of one method's conversion load for n objects.
 func (l conversionLoad) report(r *Result, method string, n int) {
 	total := l.apiserver.Total()

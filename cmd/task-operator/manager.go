@@ -93,6 +93,7 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	// rewrites both (config/manager/kustomizeconfig.yaml): one setting moves manager and runner.
 	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", envOr("RUNNER_IMAGE", reconciler.DefaultRunnerImage), "this operator's image, which runs HTTP Tasks (default $RUNNER_IMAGE)")
 	fs.StringVar(&f.certManagement, "cert-management", "self", "webhook certificates: self (created, rotated and injected by the operator) or external (cert-manager)")
+	fs.BoolVar(&f.webhook.EnableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook and metrics servers (off: HTTP/1.1 only, which is what the apiserver uses for a webhook behind a Service)")
 	fs.StringVar(&f.webhook.Host, "webhook-host", "", "address the webhook server binds to")
 	fs.IntVar(&f.webhook.Port, "webhook-port", f.webhook.Port, "webhook server port")
 	fs.StringVar(&f.webhook.CertDir, "webhook-cert-dir", f.webhook.CertDir, "directory of tls.crt and tls.key")
@@ -224,6 +225,9 @@ func startManager(ctx context.Context, f *managerFlags, stop *shutdown) error {
 
 func managerOptions(f *managerFlags, scheme *runtime.Scheme, served *cert.Served) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
+	if !f.webhook.EnableHTTP2 {
+		metrics.TLSOpts = append(metrics.TLSOpts, webhook.HTTP1Only)
+	}
 	if f.metricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}

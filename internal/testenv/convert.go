@@ -23,6 +23,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/task-operator/conversion"
+	"example.com/task-operator/webhook"
 )
 
 // ConversionServer serves the product's /convert handler (conversion.NewHandler) in this
@@ -46,6 +47,8 @@ type ConversionServer struct {
 type handlerTiming struct {
 	mu    sync.Mutex
 	taken []time.Duration
+	// protocols counts requests by HTTP version ("HTTP/1.1", "HTTP/2.0").
+	protocols map[string]int
 	// handshakes counts TLS handshakes: a client that reuses its connections makes few.
 	handshakes atomic.Int64
 }
@@ -57,6 +60,10 @@ func (t *handlerTiming) wrap(h http.Handler) http.Handler {
 		d := time.Since(began)
 		t.mu.Lock()
 		t.taken = append(t.taken, d)
+		if t.protocols == nil {
+			t.protocols = map[string]int{}
+		}
+		t.protocols[r.Proto]++
 		t.mu.Unlock()
 	})
 }
@@ -71,8 +78,24 @@ func (s *ConversionServer) HandlerTimes() ([]time.Duration, int64) {
 	return out, s.timing.handshakes.Swap(0)
 }
 
+// ConversionServerOptions change a ConversionServer from the operator's webhook server's defaults.
+type ConversionServerOptions struct {
+	// HTTP2 offers HTTP/2, which the apiserver then uses at a loopback URL; by default the
+	// server speaks HTTP/1.1 only, as the operator's does.
+	HTTP2 bool
+}
+
+// Protocols counts the requests since the last call by HTTP version, and starts afresh.
+func (s *ConversionServer) Protocols() map[string]int {
+	s.timing.mu.Lock()
+	defer s.timing.mu.Unlock()
+	out := s.timing.protocols
+	s.timing.protocols = nil
+	return out
+}
+
 // StartConversionServer starts the server and waits until it listens.
-func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error) {
+func StartConversionServer(ctx context.Context, o ConversionServerOptions) (_ *ConversionServer, err error) {
 	s := &ConversionServer{done: make(chan error, 1)}
 	if s.dir, err = os.MkdirTemp("", "testenv-convert-"); err != nil {
 		return nil, fmt.Errorf("conversion server: %w", err)
@@ -82,7 +105,7 @@ func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error)
 			_ = os.RemoveAll(s.dir)
 		}
 	}()
-	if s.CABundle, err = writeSelfSignedCert(s.dir); err != nil {
+	if s.CABundle, err = WriteSelfSignedCert(s.dir); err != nil {
 		return nil, err
 	}
 	port, err := FreePort()
@@ -95,7 +118,11 @@ func StartConversionServer(ctx context.Context) (_ *ConversionServer, err error)
 			return nil
 		}
 	}
-	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir, TLSOpts: []func(*tls.Config){countHandshakes}})
+	tlsOpts := []func(*tls.Config){countHandshakes}
+	if !o.HTTP2 {
+		tlsOpts = append(tlsOpts, webhook.HTTP1Only)
+	}
+	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir, TLSOpts: tlsOpts})
 	s.srv, s.port = srv, port
 	s.URL = s.Handle("/convert", conversion.NewHandler())
 
@@ -131,9 +158,9 @@ func (s *ConversionServer) Close() error {
 	return errors.Join(err, os.RemoveAll(s.dir))
 }
 
-// writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 and localhost into dir and
+// WriteSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 and localhost into dir and
 // returns the certificate, which is its own CA.
-func writeSelfSignedCert(dir string) ([]byte, error) {
+func WriteSelfSignedCert(dir string) ([]byte, error) {
 	certPEM, keyPEM, err := selfSignedCert()
 	if err != nil {
 		return nil, fmt.Errorf("self-signed certificate: %w", err)

@@ -127,7 +127,7 @@ func NewUpgrade(ctx context.Context, cp *ControlPlane) (*Upgrade, error) {
 	if err != nil {
 		return nil, err
 	}
-	convert, err := StartConversionServer(ctx)
+	convert, err := StartConversionServer(ctx, ConversionServerOptions{})
 	if err != nil {
 		return nil, err
 	}
