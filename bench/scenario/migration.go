@@ -220,7 +220,7 @@ func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	if _, err := migrate.Run(ctx, cfg, migrate.Options{}); err != nil {
 		return fmt.Errorf("migrate.Run of the probed Tasks: %w", err)
 	}
-	_, err := probePaths(ctx, e, up, k, r, histories[1], " then migrated")
+	_, err := probePaths(ctx, e, up, k, r, histories[1], 2, " then migrated")
 	return err
 }
 

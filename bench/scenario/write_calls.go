@@ -48,41 +48,43 @@ func createAtV1alpha1(ctx context.Context, up *testenv.Upgrade, name string, i i
 	return err
 }
 
-// A writePath is one way a client writes a Task that exists.
+// A writePath is one way a client writes a Task that exists. Each write sets value, which
+// must differ from the Task's: an update that changes nothing is not written to etcd, and so
+// costs the watch caches no conversion.
 type writePath struct {
 	name  string
-	write func(ctx context.Context, up *testenv.Upgrade, name string, i int) error
+	write func(ctx context.Context, up *testenv.Upgrade, name, value string) error
 }
 
 // writePaths come in this order because the last one records a v1alpha1 managedFields entry
 // again.
 var writePaths = []writePath{
-	{"update at v1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
-		return relabel(ctx, up, "v1", name, i)
+	{"update at v1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name, value string) error {
+		return relabel(ctx, up, "v1", name, value)
 	}},
-	{"status merge patch at v1", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
-		patch := fmt.Appendf(nil, `{"status":{"lastError":"probe %d"}}`, i)
+	{"status merge patch at v1", func(ctx context.Context, up *testenv.Upgrade, name, value string) error {
+		patch := fmt.Appendf(nil, `{"status":{"lastError":"probe %s"}}`, value)
 		_, err := up.Tasks("v1", callsNS).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	}},
-	{"server-side apply at v1 (a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
-		patch := fmt.Appendf(nil, `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":%q,"labels":{"bench-apply":"%d"}}}`, name, i)
+	{"server-side apply at v1 (a label)", func(ctx context.Context, up *testenv.Upgrade, name, value string) error {
+		patch := fmt.Appendf(nil, `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":%q,"labels":{"bench-apply":%q}}}`, name, value)
 		_, err := up.Tasks("v1", callsNS).Patch(ctx, name, types.ApplyPatchType, patch, metav1.PatchOptions{FieldManager: "bench-apply", Force: new(true)})
 		return err
 	}},
-	{"update at v1alpha1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
-		return relabel(ctx, up, v1alpha1.GroupVersion.Version, name, i)
+	{"update at v1alpha1 (GET + PUT, a label)", func(ctx context.Context, up *testenv.Upgrade, name, value string) error {
+		return relabel(ctx, up, v1alpha1.GroupVersion.Version, name, value)
 	}},
 }
 
-func relabel(ctx context.Context, up *testenv.Upgrade, version, name string, i int) error {
+func relabel(ctx context.Context, up *testenv.Upgrade, version, name, value string) error {
 	tasks := up.Tasks(version, callsNS)
 	obj, err := tasks.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	labels := obj.GetLabels()
-	labels["bench-relabel-"+version] = fmt.Sprint(i)
+	labels["bench-relabel-"+version] = value
 	obj.SetLabels(labels)
 	_, err = tasks.Update(ctx, obj, metav1.UpdateOptions{})
 	return err
@@ -103,7 +105,7 @@ func probeWrites(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int
 			return err
 		}
 		all.Add(calls)
-		if calls, err = probePaths(ctx, e, up, k, r, h, ""); err != nil {
+		if calls, err = probePaths(ctx, e, up, k, r, h, 1, ""); err != nil {
 			return err
 		}
 		all.Add(calls)
@@ -119,13 +121,13 @@ func reportUnloaded(r *Result, h harness.Histogram) {
 		"%.2f ms / %.2f ms", 1000*h.Quantile(0.5), 1000*h.Quantile(0.99))
 }
 
-// probePaths measures every write path on the k Tasks of history h and returns the timing of
-// all their conversion calls.
-func probePaths(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int, r *Result, h history, when string) (harness.Histogram, error) {
+// probePaths measures every write path on the k Tasks of history h, the round-th time, and
+// returns the timing of all their conversion calls.
+func probePaths(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int, r *Result, h history, round int, when string) (harness.Histogram, error) {
 	var all harness.Histogram
 	for _, p := range writePaths {
 		calls, err := measureCalls(ctx, e, up, k, r, h.name+when+": "+p.name, func(ctx context.Context, i int) error {
-			return p.write(ctx, up, probeName(h, i), i)
+			return p.write(ctx, up, probeName(h, i), fmt.Sprintf("%d-%d", round, i))
 		})
 		if err != nil {
 			return all, err
