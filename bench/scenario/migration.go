@@ -217,6 +217,14 @@ func probeHistories(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	if err := probeCallFloor(ctx, e, up, f, k, floorReadsPerTask*k, r); err != nil {
 		return fmt.Errorf("floor probe: %w", err)
 	}
+	// The probe pointed the CRD back at up's server: a spec change, so the storages are built
+	// anew at the next request and their watch caches list the probed Tasks again.
+	if _, err := up.Tasks("v1", callsNS).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return err
+	}
+	if _, err := settleConversions(ctx, e, taskv1.CRDName); err != nil {
+		return err
+	}
 	if _, err := migrate.Run(ctx, cfg, migrate.Options{}); err != nil {
 		return fmt.Errorf("migrate.Run of the probed Tasks: %w", err)
 	}
