@@ -86,14 +86,9 @@ func (f *floors) in(version string) resourceIn {
 	return func(ns string) dynamic.ResourceInterface { return f.dyn.Resource(floorGVR(version)).Namespace(ns) }
 }
 
-func webhookConversion(url string, ca []byte) *apix.CustomResourceConversion {
-	return &apix.CustomResourceConversion{Strategy: apix.WebhookConverter, Webhook: &apix.WebhookConversion{
-		ClientConfig:             &apix.WebhookClientConfig{URL: &url, CABundle: ca},
-		ConversionReviewVersions: []string{"v1"},
-	}}
+func (f *floors) renameOnly() *apix.CustomResourceConversion {
+	return testenv.WebhookConversion(f.url, f.ca)
 }
-
-func (f *floors) renameOnly() *apix.CustomResourceConversion { return webhookConversion(f.url, f.ca) }
 
 // probeCallFloor times reads GETs through each webhook, spread over the k "created at v1" Tasks
 // of the write probe and their twins, first over HTTP/1.1 (up's server, as the operator's) and
@@ -185,7 +180,7 @@ func (f *floors) point(ctx context.Context, crd, url string, ca []byte) error {
 			c.Webhook.ClientConfig.URL != nil && *c.Webhook.ClientConfig.URL == url && bytes.Equal(c.Webhook.ClientConfig.CABundle, ca) {
 			return nil
 		}
-		got.Spec.Conversion = webhookConversion(url, ca)
+		got.Spec.Conversion = testenv.WebhookConversion(url, ca)
 		_, err = f.crds.Update(ctx, got, metav1.UpdateOptions{})
 		return err
 	})

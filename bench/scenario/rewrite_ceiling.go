@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -118,29 +117,7 @@ func (f *floors) storeAt(ctx context.Context, e *harness.Env, version string) er
 	if err != nil {
 		return fmt.Errorf("floor CRD storage version: %w", err)
 	}
-	const name = "floor-storage-probe"
-	probes := f.in(version)(migrateNS)
-	err = testenv.Poll(ctx, time.Minute, 50*time.Millisecond, "Floors to be stored at "+version, func(ctx context.Context) (bool, error) {
-		if _, err := probes.Create(ctx, floorObject(version, migrateNS, name), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, err
-		}
-		raw, err := e.CP.EtcdGet(ctx, floorEtcdPrefix+migrateNS+"/"+name)
-		if err != nil {
-			return false, err
-		}
-		if err := probes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		stored := testenv.StoredObject{Value: raw}.APIVersion()
-		return stored == floorGroup+"/"+version, fmt.Errorf("the probe was stored at %q", stored)
-	})
-	if err != nil {
-		return err
-	}
-	return testenv.Poll(ctx, time.Minute, 20*time.Millisecond, "the storage probe to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := e.CP.EtcdGet(ctx, floorEtcdPrefix+migrateNS+"/"+name)
-		return errors.Is(err, testenv.ErrKeyNotFound), err
-	})
+	return e.CP.WaitStoredAt(ctx, f.in(version)(migrateNS), floorObject(version, migrateNS, "floor-storage-probe"), floorEtcdPrefix)
 }
 
 func abs(x int) int { return max(x, -x) }

@@ -229,13 +229,7 @@ func (u *Upgrade) UpgradeCRD(ctx context.Context) error {
 			return err
 		}
 		crd.Spec.Versions = u.current.Spec.DeepCopy().Versions
-		crd.Spec.Conversion = &apix.CustomResourceConversion{
-			Strategy: apix.WebhookConverter,
-			Webhook: &apix.WebhookConversion{
-				ClientConfig:             &apix.WebhookClientConfig{URL: &u.convert.URL, CABundle: u.convert.CABundle},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
+		crd.Spec.Conversion = WebhookConversion(u.convert.URL, u.convert.CABundle)
 		_, err = u.crds.Update(ctx, crd, metav1.UpdateOptions{})
 		return err
 	})
@@ -245,39 +239,52 @@ func (u *Upgrade) UpgradeCRD(ctx context.Context) error {
 	return u.probeStorage(ctx)
 }
 
-// probeStorage waits until a new Task lands in etcd at v1, since the apiserver swaps a CRD's
-// storage asynchronously, and then until the probe is gone again.
+// probeStorage waits until a new Task lands in etcd at v1.
 func (u *Upgrade) probeStorage(ctx context.Context) error {
-	const name = "storage-probe"
 	ns := metav1.NamespaceDefault
-	probes := u.Tasks("v1", ns)
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": taskv1.GroupVersion.String(), "kind": taskv1.Kind,
-		"metadata": map[string]any{"namespace": ns, "name": name},
+		"metadata": map[string]any{"namespace": ns, "name": "storage-probe"},
 		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
 	}}
-	key := TaskEtcdPrefix + ns + "/" + name
-	err := Poll(ctx, time.Minute, 50*time.Millisecond, "Tasks to be stored at v1", func(ctx context.Context) (bool, error) {
-		if _, err := probes.Create(ctx, probe.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("v1 not served yet: %w", err)
+	return u.cp.WaitStoredAt(ctx, u.Tasks("v1", ns), probe, TaskEtcdPrefix)
+}
+
+// WaitStoredAt waits until probe, created through objects, lands in etcd (under prefix, then
+// namespace/name) at probe's apiVersion, since the apiserver swaps a CRD's storage version
+// asynchronously; then until the probe is deleted again.
+func (cp *ControlPlane) WaitStoredAt(ctx context.Context, objects dynamic.ResourceInterface, probe *unstructured.Unstructured, prefix string) error {
+	want, name := probe.GetAPIVersion(), probe.GetName()
+	key := prefix + probe.GetNamespace() + "/" + name
+	err := Poll(ctx, time.Minute, 50*time.Millisecond, "objects to be stored at "+want, func(ctx context.Context) (bool, error) {
+		if _, err := objects.Create(ctx, probe.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("%s not served yet: %w", want, err)
 		}
-		raw, err := u.cp.EtcdGet(ctx, key)
+		raw, err := cp.EtcdGet(ctx, key)
 		if err != nil {
 			return false, err
 		}
-		if err := probes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := objects.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return false, err
 		}
 		stored := StoredObject{Value: raw}.APIVersion()
-		return stored == taskv1.GroupVersion.String(), fmt.Errorf("the probe was stored at %q", stored)
+		return stored == want, fmt.Errorf("the probe was stored at %q", stored)
 	})
 	if err != nil {
 		return err
 	}
 	return Poll(ctx, time.Minute, 20*time.Millisecond, "the storage probe to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := u.cp.EtcdGet(ctx, key)
+		_, err := cp.EtcdGet(ctx, key)
 		return errors.Is(err, ErrKeyNotFound), err
 	})
+}
+
+// WebhookConversion is conversion by the webhook at url, whose certificate ca signs.
+func WebhookConversion(url string, ca []byte) *apix.CustomResourceConversion {
+	return &apix.CustomResourceConversion{Strategy: apix.WebhookConverter, Webhook: &apix.WebhookConversion{
+		ClientConfig:             &apix.WebhookClientConfig{URL: &url, CABundle: ca},
+		ConversionReviewVersions: []string{"v1"},
+	}}
 }
 
 // StoredTaskVersions reads every Task straight from etcd and returns the apiVersion each is
