@@ -69,9 +69,9 @@ func (r runID) String() string {
 	return fmt.Sprintf("attempt %d of the run for %s", r.Attempt, r.Scheduled.UTC().Format(time.RFC3339))
 }
 
-// jobName is the deterministic name of the Job for a run: the Task's name plus the run's suffix.
-// When that exceeds 63 characters the Task's name is cut and a hash of the whole name keeps
-// different long names apart: "<cut name>-<8 hex>-<schedule>-<attempt>".
+// jobName is the deterministic name of the Job for a run: the Task's name plus the run's suffix
+// when that is shorter than 63 characters, else "<cut name>-<8 hex>-<schedule>-<attempt>" of
+// exactly 63, the hash taken over the whole Task name (see fitName).
 func jobName(taskName string, run runID) string {
 	return fitName(taskName, run.nameSuffix(), maxNameLength)
 }
@@ -112,7 +112,8 @@ func cutNumber(s string) (string, int64, bool) {
 }
 
 // labelValue is name itself when it fits a label value (63 characters), else a cut of it plus a
-// hash of the whole. Task names may be up to 253 characters.
+// hash of the whole. Task names may be up to 253 characters. Unlike Job names, label values
+// need not be unique: every reader of the label also checks the Job's controller.
 func labelValue(name string) string {
 	if len(name) <= maxNameLength {
 		return name
@@ -120,19 +121,22 @@ func labelValue(name string) string {
 	return fitName(name, "", maxNameLength)
 }
 
-// fitName joins base and suffix, cutting base and adding its hash when the result would exceed
-// limit. The cut never ends in '-' or '.', so the result stays a valid DNS label and label value.
+// fitName joins base and suffix when the result is shorter than limit; otherwise it is exactly
+// limit long: base cut, a hash of the whole base, then suffix. A joined name is never limit long
+// and a hashed one always is, so no base can produce another base's hashed name (a Task named
+// like another's cut-and-hashed form would otherwise share its Jobs' names). Dots at the end
+// of the cut become '-', so the result stays a valid DNS subdomain and label value.
 func fitName(base, suffix string, limit int) string {
-	if len(base)+len(suffix) <= limit {
+	if len(base)+len(suffix) < limit {
 		return base + suffix
 	}
 	hash := "-" + shortHash(base)
-	keep := limit - len(suffix) - len(hash)
-	if keep < 1 {
-		keep = 1
+	keep := max(1, limit-len(suffix)-len(hash))
+	cut := []byte(base[:min(keep, len(base))])
+	for i := len(cut) - 1; i >= 0 && cut[i] == '.'; i-- {
+		cut[i] = '-'
 	}
-	cut := strings.TrimRight(base[:min(keep, len(base))], "-.")
-	return cut + hash + suffix
+	return string(cut) + hash + suffix
 }
 
 // shortHash is 8 hex digits of the FNV-1a hash of s.

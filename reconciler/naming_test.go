@@ -24,10 +24,12 @@ func TestJobName(t *testing.T) {
 		{"scheduled first attempt", "nightly", runID{Scheduled: sched, Attempt: 1}, "nightly-1767225600-1"},
 		{"scheduled retry", "nightly", runID{Scheduled: sched, Attempt: 2}, "nightly-1767225600-2"},
 		{"scheduled time in another zone names the same instant", "nightly", runID{Scheduled: sched.In(time.FixedZone("x", 3600)), Attempt: 1}, "nightly-1767225600-1"},
-		{"exactly 63", strings.Repeat("b", 59), runID{Attempt: 1}, strings.Repeat("b", 59) + "-0-1"},
+		{"62 is kept whole", strings.Repeat("b", 58), runID{Attempt: 1}, strings.Repeat("b", 58) + "-0-1"},
+		{"63 is cut and hashed", strings.Repeat("b", 59), runID{Attempt: 1}, strings.Repeat("b", 50) + "-" + shortHash(strings.Repeat("b", 59)) + "-0-1"},
 		{"too long is cut and hashed", long, runID{Attempt: 1}, long[:50] + "-" + shortHash(long) + "-0-1"},
 		{"too long scheduled", long, runID{Scheduled: sched, Attempt: 3}, long[:41] + "-" + shortHash(long) + "-1767225600-3"},
-		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, strings.TrimRight(longDotted[:50], ".-") + "-" + shortHash(longDotted) + "-0-1"},
+		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, longDotted[:50] + "-" + shortHash(longDotted) + "-0-1"},
+		{"a dot at the cut becomes a dash", strings.Repeat("c", 49) + "." + strings.Repeat("c", 20), runID{Attempt: 1}, strings.Repeat("c", 49) + "--" + shortHash(strings.Repeat("c", 49)+"."+strings.Repeat("c", 20)) + "-0-1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +79,33 @@ func TestJobNamesNeverCollide(t *testing.T) {
 		for _, task := range tasks {
 			if _, ok := runFromName(task, name); ok && !strings.HasPrefix(key, task+" ") {
 				t.Errorf("Job %s of %s reads as a Job of Task %q", name, key, task)
+			}
+		}
+	}
+}
+
+// TestTaskNamedLikeAnotherTasksCutNameGetsOtherJobNames: a long Task name is cut and hashed,
+// and that cut form is itself a valid Task name. A Task named exactly so must not get the long
+// Task's Job names, for one-shot and scheduled runs, at every length around the limit.
+func TestTaskNamedLikeAnotherTasksCutNameGetsOtherJobNames(t *testing.T) {
+	sched := time.Unix(1767225600, 0).UTC()
+	runs := []runID{{Attempt: 1}, {Attempt: 2}, {Attempt: 101}, {Scheduled: sched, Attempt: 1}, {Scheduled: sched, Attempt: 3}}
+	for n := 40; n <= 80; n++ {
+		long := "collide-" + strings.Repeat("a", n)
+		for _, run := range runs {
+			longJob := jobName(long, run)
+			cutForm := strings.TrimSuffix(longJob, run.nameSuffix())
+			if cutForm == long {
+				continue // short enough to be kept whole
+			}
+			if other := jobName(cutForm, run); other == longJob {
+				t.Errorf("Task %q and Task %q both map to Job %q", long, cutForm, longJob)
+			}
+			if _, ok := runFromName(cutForm, longJob); ok {
+				t.Errorf("Job %q of Task %q reads as a Job of Task %q", longJob, long, cutForm)
+			}
+			if len(longJob) > maxNameLength {
+				t.Errorf("Job %q is %d characters", longJob, len(longJob))
 			}
 		}
 	}
@@ -144,7 +173,7 @@ func TestLabelValue(t *testing.T) {
 		{"short", "backup", "backup"},
 		{"63", strings.Repeat("c", 63), strings.Repeat("c", 63)},
 		{"64", strings.Repeat("c", 64), strings.Repeat("c", 54) + "-" + shortHash(strings.Repeat("c", 64))},
-		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.TrimRight(strings.Repeat("d.", 27), ".") + "-" + shortHash(strings.Repeat("d.", 126)+"e")},
+		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.Repeat("d.", 26) + "d-" + "-" + shortHash(strings.Repeat("d.", 126)+"e")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
