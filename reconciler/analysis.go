@@ -219,6 +219,11 @@ func (a *analysis) setPhase(task *v1.Task) {
 	default:
 		a.phase = runFailed
 		a.exhausted = !canRetry(task, a.rec.run.Attempt)
+		if a.exhausted {
+			// A retry the spec no longer allows is cancelled for good: the stored record loses
+			// its due time, so a later spec (maxRetries raised again) cannot bring the run back.
+			a.rec.retryAt = time.Time{}
+		}
 	}
 }
 

@@ -352,6 +352,32 @@ func TestPlanThenStatus(t *testing.T) {
 	}
 }
 
+// TestRetryCancelledByMaxRetriesStaysCancelled: a one-shot Task's attempt 1 failed and a retry
+// is pending; maxRetries lowered to 0 fails the Task for good, and raising it again later runs
+// nothing: a recorded outcome is final.
+func TestRetryCancelledByMaxRetriesStaysCancelled(t *testing.T) {
+	task := newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: retrying(0, 1, 150, 151)}))
+	jobs := []observedJob{oneShotJob(1, jobFailed, 150)}
+	step := func(now time.Time) *runID {
+		p := planRuns(task, analyze(task, jobs, now), jobs, now)
+		task.Status = roundTrip(t, computeStatus(task, jobs, now))
+		return p.create
+	}
+	task.Spec.Retry.MaxRetries = 0
+	if run := step(at(151)); run != nil || task.Status.Phase != v1.PhaseFailed {
+		t.Fatalf("maxRetries 0: created %+v, phase %s; want nothing, Failed", run, task.Status.Phase)
+	}
+	if rt := task.Status.CurrentRun.RetryTime; rt != nil {
+		t.Errorf("a cancelled retry is still recorded as due at %v", rt)
+	}
+	task.Spec.Retry.MaxRetries = 2
+	for _, now := range []time.Time{at(152), at(1000)} {
+		if run := step(now); run != nil || task.Status.Phase != v1.PhaseFailed {
+			t.Fatalf("maxRetries raised to 2 at %v: created %+v, phase %s; want nothing, Failed", now, run, task.Status.Phase)
+		}
+	}
+}
+
 // TestReplacedRunWithoutSuccessor is the chaos test's cron-089 (issue #14): policy Replace
 // deleted the active Job of the run for 60s, and the Job of the run for 120s was never created
 // (the operator was killed in between, or the create failed). With the schedule in force the
