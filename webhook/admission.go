@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -104,6 +105,11 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	var errs field.ErrorList
 	if req.SubResource == "" {
 		errs = append(errs, taskv1.Validate(task)...)
+		old, err := oldLabels(req)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		errs = append(errs, taskv1.ValidateLabels(task.Labels, old)...)
 	}
 	errs = append(errs, conversion.CheckReadable(obj)...)
 	if len(errs) == 0 {
@@ -111,6 +117,22 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	}
 	invalid := apierrors.NewInvalid(taskv1.GroupKind, task.Name, errs)
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+}
+
+// oldLabels are the labels of the stored Task an update replaces; nil on create.
+func oldLabels(req admission.Request) (map[string]string, error) {
+	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
+		return nil, nil
+	}
+	var old struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return nil, fmt.Errorf("decode the stored Task: %w", err)
+	}
+	return old.Metadata.Labels, nil
 }
 
 // writeOf reads a write of a Task from an admission request.

@@ -90,6 +90,56 @@ func TestValidator(t *testing.T) {
 	}
 }
 
+// TestValidatorRefusesJobControllerLabels: a Task's labels are copied to its runs' pods, and
+// the API server refuses a Job whose pod template carries the Job controller's own labels. A
+// Task adding one is refused naming the label; one stored with it before keeps taking writes.
+func TestValidatorRefusesJobControllerLabels(t *testing.T) {
+	withLabels := func(kv ...string) *taskv1.Task {
+		task := shellTask(nil)
+		task.Labels = map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			task.Labels[kv[i]] = kv[i+1]
+		}
+		return task
+	}
+	tests := []struct {
+		name      string
+		op        admissionv1.Operation
+		old, task *taskv1.Task
+		wantField string // empty: allowed
+	}{
+		{"job-name on create", admissionv1.Create, nil, withLabels("job-name", "x"), "metadata.labels[job-name]"},
+		{"controller-uid on create", admissionv1.Create, nil, withLabels("controller-uid", "u"), "metadata.labels[controller-uid]"},
+		{"batch.kubernetes.io/ on create", admissionv1.Create, nil, withLabels("batch.kubernetes.io/job-name", "x"), "metadata.labels[batch.kubernetes.io/job-name]"},
+		{"added by an update", admissionv1.Update, withLabels("team", "a"), withLabels("team", "a", "job-name", "x"), "metadata.labels[job-name]"},
+		{"changed by an update", admissionv1.Update, withLabels("job-name", "x"), withLabels("job-name", "y"), "metadata.labels[job-name]"},
+		{"kept by an update", admissionv1.Update, withLabels("job-name", "x"), withLabels("job-name", "x", "team", "b"), ""},
+		{"removed by an update", admissionv1.Update, withLabels("job-name", "x"), withLabels("team", "b"), ""},
+		{"look-alikes are fine", admissionv1.Create, nil, withLabels("my-job-name", "x", "example.com/batch.kubernetes.io", "y"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(t, tt.op, "", tt.task)
+			if tt.old != nil {
+				raw, err := json.Marshal(tt.old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.OldObject = runtime.RawExtension{Raw: raw}
+			}
+			resp := Validator{}.Handle(context.Background(), req)
+			switch {
+			case tt.wantField == "" && !resp.Allowed:
+				t.Errorf("refused: %v", resp.Result)
+			case tt.wantField != "" && resp.Allowed:
+				t.Errorf("allowed, want an error naming %s", tt.wantField)
+			case tt.wantField != "" && !strings.Contains(resp.Result.Message, tt.wantField):
+				t.Errorf("error %q does not name %s", resp.Result.Message, tt.wantField)
+			}
+		})
+	}
+}
+
 func TestMutator(t *testing.T) {
 	task := shellTask(func(s *taskv1.TaskSpec) { s.Schedule = &taskv1.Schedule{Cron: "@daily"} })
 	task.Annotations = map[string]string{conversion.PreservedAnnotation: `{"v":2}`, "keep": "me"}

@@ -62,6 +62,32 @@ func Validate(task *Task) field.ErrorList {
 	return errs
 }
 
+// ReservedPodLabel says the Job controller owns a pod label key: it sets job-name,
+// controller-uid and batch.kubernetes.io/* on every pod of a Job and the API server refuses a
+// Job whose pod template carries them. The operator never copies such a Task label to a run's
+// pods, and admission refuses a Task that adds one.
+func ReservedPodLabel(key string) bool {
+	switch key {
+	case "job-name", "controller-uid":
+		return true
+	}
+	return strings.HasPrefix(key, "batch.kubernetes.io/")
+}
+
+// ValidateLabels refuses the reserved pod labels (ReservedPodLabel) that labels adds or
+// changes relative to old (nil on create): a Task stored with one before this rule still takes
+// every other write, its finalizers' removal included.
+func ValidateLabels(labels, old map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for _, key := range slices.Sorted(maps.Keys(labels)) {
+		if prev, ok := old[key]; ReservedPodLabel(key) && (!ok || prev != labels[key]) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "labels").Key(key), labels[key],
+				"is reserved for the Job controller, which sets it on every pod of a Job: a Task's labels are copied to its runs' pods, so use another key"))
+		}
+	}
+	return errs
+}
+
 // validateResources checks what the Job's pods would be refused for: a resource name that is
 // not a qualified name, a negative quantity, a request above its limit.
 func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
