@@ -102,6 +102,10 @@ type analysis struct {
 	active []observedJob
 	// waiting is the current attempt's Job while it waits in its Kueue queue, else nil.
 	waiting *observedJob
+	// supersededFailure is the latest failed Job of an earlier run than the current one (policy
+	// Allow lets runs overlap) whose failure is newer than the current run's outcome and whose
+	// finalizer is held until the stored status tells it (see failureTold); nil if none.
+	supersededFailure *observedJob
 
 	// Scheduled Tasks only.
 	sched    v1.CronSchedule
@@ -137,6 +141,10 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 	a.rec, a.previous = fold(stored, jobs, now)
 	for _, r := range []*record{a.previous, a.rec} {
 		a.recordOutcome(task, stored, r, jobs)
+	}
+	if f := latestSupersededFailure(a.rec, a.previous, jobs, now); f != nil && (a.rec.outcome == v1.RunActive || f.Finished.After(a.rec.finished)) {
+		a.supersededFailure = f
+		a.lastError = f.failure()
 	}
 	a.lastScheduleTime = timeOf(task.Status.LastScheduleTime)
 	if a.rec != nil && a.rec.run.Scheduled.After(a.lastScheduleTime) {
@@ -182,6 +190,40 @@ func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observ
 			r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
 		}
 	}
+}
+
+// supersededFailed says j is a failed attempt of a run older than the current record's (its
+// outcome goes in no record: the record moved on while it ran) whose finalizer it still holds.
+// The Job of the record the current one replaced in this fold is told by recordOutcome.
+func supersededFailed(rec, previous *record, j observedJob, now time.Time) bool {
+	switch {
+	case rec == nil || !j.Protected || j.Missing || j.Replaced || j.Run.sameRun(rec.run) || !j.Run.less(rec.run):
+		return false
+	case previous != nil && previous.job.Name == j.Name:
+		return false
+	}
+	return j.State == jobFailed || (j.Deleting && j.State == jobActive && !j.unjudged(now))
+}
+
+// latestSupersededFailure is the supersededFailed Job that finished last, or nil.
+func latestSupersededFailure(rec, previous *record, jobs []observedJob, now time.Time) *observedJob {
+	var latest *observedJob
+	for i := range jobs {
+		if j := &jobs[i]; supersededFailed(rec, previous, *j, now) && (latest == nil || j.Finished.After(latest.Finished)) {
+			latest = j
+		}
+	}
+	return latest
+}
+
+// failureTold says the stored status tells j's failure, or something newer: its lastError is
+// j's, the current run finished after j, or another superseded failure finished after j.
+func failureTold(task *v1.Task, stored *record, j observedJob, jobs []observedJob, now time.Time) bool {
+	if task.Status.LastError == j.failure() || (stored.outcome != v1.RunActive && !stored.finished.Before(j.Finished)) {
+		return true
+	}
+	latest := latestSupersededFailure(stored, nil, jobs, now)
+	return latest != nil && latest.Name != j.Name && latest.Finished.After(j.Finished)
 }
 
 // analyzeSchedule parses the schedule and finds the schedule times due.

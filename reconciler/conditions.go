@@ -55,6 +55,27 @@ func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) 
 
 type setFunc func(typ string, status bool, reason, msg string)
 
+// setNameTaken: the run due cannot start because its Job's name is someone else's. Only a
+// person can clear that (delete the Job), so the Task is Stalled, saying which Job; the phase
+// and the record stay as they are, and the next reconcile after the Job is gone sets every
+// condition afresh.
+func setNameTaken(st *v1.TaskStatus, task *v1.Task, msg string, now time.Time) {
+	for _, c := range []struct {
+		typ    string
+		status metav1.ConditionStatus
+	}{
+		{v1.ConditionStalled, metav1.ConditionTrue},
+		{v1.ConditionProgressing, metav1.ConditionFalse},
+		{v1.ConditionReconciling, metav1.ConditionFalse},
+		{v1.ConditionReady, metav1.ConditionFalse},
+	} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: c.typ, Status: c.status, Reason: v1.ReasonJobNameTaken, Message: msg,
+			ObservedGeneration: task.Generation, LastTransitionTime: metav1.NewTime(now),
+		})
+	}
+}
+
 // setAdmitted keeps the Admitted condition of a Task with spec.queueName: False with Kueue's
 // reason while the current attempt's Job waits, True once Kueue admitted it, False with
 // KueueNotInstalled while Kueue's API is not served. It says what it said last once the run
@@ -170,8 +191,12 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 }
 
 // latestFinished is the outcome of the latest run that finished for good, as far as this
-// analysis knows: the current run, or the one it replaced in this reconcile.
+// analysis knows: a superseded run's failure newer than the current run's outcome, the current
+// run, or the one it replaced in this reconcile.
 func latestFinished(a analysis) (runPhase, *record) {
+	if f := a.supersededFailure; f != nil {
+		return runFailed, &record{run: f.Run, job: v1.JobReference{Name: f.Name, UID: f.UID}, outcome: v1.RunFailed, finished: f.Finished}
+	}
 	if a.phase.finished() {
 		if a.rec.replaced {
 			return runNone, nil // ended by Replace, which is not an outcome

@@ -42,7 +42,7 @@ type plan struct {
 func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan {
 	p := plan{
 		suspend: suspendFlips(task, a.active),
-		release: releasable(task, jobs),
+		release: releasable(task, jobs, now),
 		protect: unprotected(jobs),
 	}
 	p.prune = pruneHistory(task, a, jobs, p.release)
@@ -132,9 +132,10 @@ func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 
 // releasable are the Jobs holding v1.FinalizerRunOutcome whose attempt's outcome the stored
 // status records: the Job no longer runs, the status no longer lists it as active, and the
-// stored record has moved past its attempt or holds that attempt's final outcome. Only the
-// stored status counts: what this reconcile is about to write is not durable yet.
-func releasable(task *v1.Task, jobs []observedJob) []observedJob {
+// stored record has moved past its attempt or holds that attempt's final outcome; a failed
+// attempt of a superseded run once lastError tells it (or something newer). Only the stored
+// status counts: what this reconcile is about to write is not durable yet.
+func releasable(task *v1.Task, jobs []observedJob, now time.Time) []observedJob {
 	stored := recordFromAPI(task.Status.CurrentRun)
 	if stored == nil {
 		return nil
@@ -146,6 +147,7 @@ func releasable(task *v1.Task, jobs []observedJob) []observedJob {
 		case hasRef(task.Status.ActiveJobs, j.Name):
 		case stored.run.less(j.Run):
 		case stored.run.equal(j.Run) && stored.outcome == v1.RunActive:
+		case supersededFailed(stored, nil, j, now) && !failureTold(task, stored, j, jobs, now):
 		default:
 			out = append(out, j)
 		}

@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -433,4 +436,58 @@ func TestReplacedRunWithoutSuccessor(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSupersededRunFailureIsReported: with policy Allow the run for 60s is still active when the
+// run for 120s starts and becomes the current record; when the earlier run then fails, its
+// failure reaches lastError and the Failed condition, and its Job keeps its finalizer until the
+// stored status tells it.
+func TestSupersededRunFailureIsReported(t *testing.T) {
+	task := newTask(scheduled(v1.AllowConcurrent))
+	early, late := schedJob(60, 1, jobActive, 0), schedJob(120, 1, jobActive, 0)
+	jobs := []observedJob{early, late}
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(125)))
+	if task.Status.CurrentRun == nil || !task.Status.CurrentRun.ScheduledTime.Equal(mtime(120)) {
+		t.Fatalf("current run %+v, want the run for 120s", task.Status.CurrentRun)
+	}
+
+	jobs[0].State, jobs[0].Finished, jobs[0].Reason = jobFailed, at(130), "BackoffLimitExceeded"
+	p := planRuns(task, analyze(task, jobs, at(130)), jobs, at(130))
+	if names := jobNames(p.release); len(names) != 0 {
+		t.Errorf("released %v before the status told the failure", names)
+	}
+	st := computeStatus(task, jobs, at(130))
+	if want := jobs[0].failure(); st.LastError != want {
+		t.Errorf("lastError = %q, want %q", st.LastError, want)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Failed condition = %+v, want True", c)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready condition = %+v, want False", c)
+	}
+
+	task.Status = roundTrip(t, st)
+	if names := jobNames(releasable(task, jobs, at(131))); !slices.Equal(names, []string{early.Name}) {
+		t.Errorf("once stored, releasable = %v, want %s", names, early.Name)
+	}
+	jobs[0].Protected = false
+	st = computeStatus(task, jobs, at(131))
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); st.LastError == "" || c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("after release: lastError %q, Failed %+v; want both kept", st.LastError, c)
+	}
+
+	jobs[1].State, jobs[1].Finished = jobSucceeded, at(140)
+	st = computeStatus(task, jobs, at(140))
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); st.LastError != "" || c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("after the later run succeeded: lastError %q, Failed %+v; want cleared", st.LastError, c)
+	}
+}
+
+func jobNames(jobs []observedJob) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
 }
