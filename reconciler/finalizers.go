@@ -106,7 +106,7 @@ func (r *Reconciler) letGo(ctx context.Context, s *scope) error {
 	if !s.acted || s.task.DeletionTimestamp != nil {
 		return nil
 	}
-	for _, o := range releasable(s.task, s.jobs) {
+	for _, o := range releasable(s.task, s.jobs, s.now) {
 		if slices.Contains(s.released, o.Name) {
 			continue
 		}
@@ -142,21 +142,26 @@ func (r *Reconciler) protects(s *scope) bool {
 
 // reconcileDelete lets every Job of the Task go (its finalizer removed, the Job deleted), read
 // from the API server rather than the cache so that a Job created a moment ago or one whose
-// labels were stripped is not missed, then lets the Task go.
+// labels were stripped is not missed, then lets the Task go. Jobs the user asked to keep (a
+// delete with --cascade=orphan: the Task carries the orphan finalizer, or the garbage collector
+// already took their owner reference off) are released and left in place.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(s.task, v1.FinalizerJobs) {
 		return nil
 	}
-	jobs, err := r.liveJobs(ctx, s.task)
+	owned, orphaned, err := r.liveJobs(ctx, s.task)
 	if err != nil {
 		return err
 	}
+	keep := controllerutil.ContainsFinalizer(s.task, metav1.FinalizerOrphanDependents)
 	var errs []error
-	for _, job := range jobs {
+	for _, job := range append(owned, orphaned...) {
 		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
 			errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))
 		}
-		if job.DeletionTimestamp == nil {
+	}
+	for _, job := range owned {
+		if !keep && job.DeletionTimestamp == nil {
 			errs = append(errs, r.deleteJob(ctx, s, job.Name))
 		}
 	}
@@ -180,18 +185,36 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) e
 	return r.releaseEarlier(ctx, key, orphansOf(key.Name, "", list.Items))
 }
 
-// orphansOf are the Jobs holding FinalizerRunOutcome whose controller is a Task named name other
-// than the incarnation current (any incarnation when current is empty).
+// orphansOf are the Jobs holding FinalizerRunOutcome that no Task incarnation but current can
+// record: those whose controller is a Task named name with another UID, and those that lost
+// their owner reference and were made for another incarnation, or for this name by an earlier
+// release (no AnnotationTaskUID, a name only this Task's runs have). current empty: any.
 func orphansOf(name string, current types.UID, jobs []batchv1.Job) []batchv1.Job {
 	var orphans []batchv1.Job
 	for _, job := range jobs {
-		owner := metav1.GetControllerOf(&job)
-		if owner != nil && owner.Kind == v1.Kind && owner.Name == name && (current == "" || owner.UID != current) &&
-			controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+		if !controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
+			continue
+		}
+		if uid, ok := incarnationOf(name, &job); ok && (current == "" || uid != current) {
 			orphans = append(orphans, job)
 		}
 	}
 	return orphans
+}
+
+// incarnationOf is the UID of the Task named name that job was made for, if job is one of that
+// name's: by its controller, else by AnnotationTaskUID on a Job named for one of its runs. A Job
+// of an earlier release that lost its owner says no UID ("", true).
+func incarnationOf(name string, job *batchv1.Job) (types.UID, bool) {
+	if owner := metav1.GetControllerOf(job); owner != nil {
+		return owner.UID, owner.Kind == v1.Kind && owner.Name == name
+	}
+	if _, ok := runFromName(name, job.Name); !ok {
+		if _, ok := legacyRunFromName(name, job.Name); !ok {
+			return "", false
+		}
+	}
+	return types.UID(job.Annotations[v1.AnnotationTaskUID]), true
 }
 
 // releaseEarlier lets go the orphans whose owning Task is confirmed gone by a live read: none of
@@ -208,7 +231,7 @@ func (r *Reconciler) releaseEarlier(ctx context.Context, key client.ObjectKey, o
 	}
 	var errs []error
 	for _, job := range orphans {
-		if err == nil && metav1.GetControllerOf(&job).UID == live.UID {
+		if uid, _ := incarnationOf(key.Name, &job); err == nil && uid == live.UID {
 			continue // the Task exists; the cache had not caught up
 		}
 		errs = append(errs, r.removeJobFinalizer(ctx, job.Namespace, job.Name))

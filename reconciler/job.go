@@ -37,7 +37,7 @@ func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 			Name:            jobName(task.Name, run),
 			Namespace:       task.Namespace,
 			Labels:          objLabels,
-			Annotations:     jobAnnotations(run),
+			Annotations:     jobAnnotations(task, run),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
 			// Held until the Task's status records how this attempt ended.
 			Finalizers: []string{v1.FinalizerRunOutcome},
@@ -66,11 +66,13 @@ func buildJob(task *v1.Task, opts Options, run runID) *batchv1.Job {
 
 // jobLabels are the Task's own labels (tests and users steer pods with them) plus the
 // controller's, which win on a clash. Kueue's labels are not copied: spec.queueName and
-// spec.priorityClassName alone decide whether and where a run queues (queueLabels).
+// spec.priorityClassName alone decide whether and where a run queues (queueLabels). Nor are
+// the Job controller's own pod labels (v1.ReservedPodLabel): the API server would refuse every
+// Job of a Task stored with one.
 func jobLabels(task *v1.Task, run runID) map[string]string {
 	labels := make(map[string]string, len(task.Labels)+3)
 	for k, v := range task.Labels {
-		if !strings.HasPrefix(k, kueueLabelPrefix) {
+		if !strings.HasPrefix(k, kueueLabelPrefix) && !v1.ReservedPodLabel(k) {
 			labels[k] = v
 		}
 	}
@@ -80,11 +82,14 @@ func jobLabels(task *v1.Task, run runID) map[string]string {
 	return labels
 }
 
-func jobAnnotations(run runID) map[string]string {
-	if !run.isScheduled() {
-		return nil
+// jobAnnotations say which Task incarnation the Job runs for (it outlives a removed
+// ownerReference) and, for a scheduled run, its schedule time.
+func jobAnnotations(task *v1.Task, run runID) map[string]string {
+	annotations := map[string]string{v1.AnnotationTaskUID: string(task.UID)}
+	if run.isScheduled() {
+		annotations[v1.AnnotationScheduledTime] = run.Scheduled.UTC().Format(time.RFC3339)
 	}
-	return map[string]string{v1.AnnotationScheduledTime: run.Scheduled.UTC().Format(time.RFC3339)}
+	return annotations
 }
 
 // ignoreDisruptions is the Job's pod failure policy: a pod that failed because it was evicted,

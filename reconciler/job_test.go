@@ -17,7 +17,9 @@ import (
 func TestBuildJob(t *testing.T) {
 	opts := Options{}.withDefaults()
 	task := newTask(func(t *v1.Task) {
-		t.Labels = map[string]string{"team": "a", "e2e.example.com/outcome": "fail", v1.LabelRun: "spoofed"}
+		t.Labels = map[string]string{"team": "a", "e2e.example.com/outcome": "fail", v1.LabelRun: "spoofed",
+			// The Job controller's own pod labels: the API server refuses a pod template with them.
+			"job-name": "x", "controller-uid": "u", "batch.kubernetes.io/job-name": "x"}
 		t.Spec.Parallelism = 3
 		t.Spec.Timeout = dur(1500 * time.Millisecond)
 		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
@@ -40,8 +42,8 @@ func TestBuildJob(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, job.Spec.Template.Labels); diff != "" {
 		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
-	if len(job.Annotations) != 0 {
-		t.Errorf("one-shot run has annotations %v", job.Annotations)
+	if diff := cmp.Diff(map[string]string{v1.AnnotationTaskUID: "task-uid"}, job.Annotations); diff != "" {
+		t.Errorf("one-shot run's annotations (-want +got):\n%s", diff)
 	}
 	owner := metav1.GetControllerOf(job)
 	if owner == nil || owner.UID != "task-uid" || owner.Kind != "Task" || owner.APIVersion != "example.com/v1" || !ptr.Deref(owner.BlockOwnerDeletion, false) {

@@ -46,6 +46,11 @@ func unseen(task *v1.Task, cached map[string]bool, overdue []string) []string {
 func (r *Reconciler) lookUp(ctx context.Context, task *v1.Task, name string) (*observedJob, error) {
 	job := &batchv1.Job{}
 	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job)
+	if err == nil && lostOwner(task, job) && uidMatches(task, job) {
+		if err := r.adopt(ctx, task, job); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case err == nil && metav1.IsControlledBy(job, task) && uidMatches(task, job):
 		o := observeJob(task.Name, job)
@@ -85,19 +90,24 @@ func missingJob(task *v1.Task, name string) *observedJob {
 }
 
 // liveJobs lists the Task's Jobs from the API server: by label, plus those the status names.
-func (r *Reconciler) liveJobs(ctx context.Context, task *v1.Task) ([]batchv1.Job, error) {
+// Those that lost their owner reference (orphaned) count: they still hold FinalizerRunOutcome.
+func (r *Reconciler) liveJobs(ctx context.Context, task *v1.Task) (owned, orphaned []batchv1.Job, err error) {
 	var list batchv1.JobList
 	if err := r.apiReader.List(ctx, &list, client.InNamespace(task.Namespace),
 		client.MatchingLabels{v1.LabelTaskName: labelValue(task.Name)}); err != nil {
-		return nil, fmt.Errorf("list jobs of task %s: %w", task.Name, err)
+		return nil, nil, fmt.Errorf("list jobs of task %s: %w", task.Name, err)
 	}
-	var out []batchv1.Job
 	names := map[string]bool{}
 	for _, job := range list.Items {
-		if metav1.IsControlledBy(&job, task) {
-			out = append(out, job)
-			names[job.Name] = true
+		switch {
+		case metav1.IsControlledBy(&job, task):
+			owned = append(owned, job)
+		case lostOwner(task, &job):
+			orphaned = append(orphaned, job)
+		default:
+			continue
 		}
+		names[job.Name] = true
 	}
 	for _, name := range unseen(task, names, nil) {
 		job := &batchv1.Job{}
@@ -105,10 +115,12 @@ func (r *Reconciler) liveJobs(ctx context.Context, task *v1.Task) ([]batchv1.Job
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, fmt.Errorf("get job %s: %w", name, err)
+			return nil, nil, fmt.Errorf("get job %s: %w", name, err)
 		case metav1.IsControlledBy(job, task):
-			out = append(out, *job)
+			owned = append(owned, *job)
+		case lostOwner(task, job):
+			orphaned = append(orphaned, *job)
 		}
 	}
-	return out, nil
+	return owned, orphaned, nil
 }

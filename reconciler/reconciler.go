@@ -33,6 +33,8 @@ type Reconciler struct {
 	expect    *expectations
 	// kueue knows whether Kueue's API is served, and reads Workloads.
 	kueue *kueueAPI
+	// waiters are the Tasks whose run's Job name another object holds.
+	waiters *nameWaiters
 }
 
 // scope is one reconcile of one Task: what was read, what was decided, what is to be told.
@@ -53,6 +55,8 @@ type scope struct {
 	released []string
 	// acted says the plan was made and carried out, so what protects the Task is known.
 	acted bool
+	// nameTaken says the planned run could not start: its Job's name is someone else's.
+	nameTaken *errNameTaken
 
 	result ctrl.Result
 	// events are recorded once the status is stored.
@@ -126,6 +130,11 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 	names := map[string]bool{}
 	for i := range list.Items {
 		job := &list.Items[i]
+		if lostOwner(s.task, job) {
+			if err := r.adopt(ctx, s.task, job); err != nil {
+				return true, err
+			}
+		}
 		if metav1.IsControlledBy(job, s.task) {
 			s.cached[job.Name] = job
 			names[job.Name] = true
@@ -254,7 +263,7 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 	case apierrors.IsAlreadyExists(err):
 		if job, err = r.existingJob(ctx, s.task, job.Name); err != nil {
 			jobCreationErrors.Inc()
-			return err
+			return r.reportNameTaken(s, err)
 		}
 	case err != nil:
 		jobCreationErrors.Inc()
@@ -304,20 +313,42 @@ func (r *Reconciler) confirmCurrent(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// reportNameTaken turns a run blocked by someone else's Job of its name into what the Task
+// says (a Warning Event and, in summarize, the Stalled condition naming the Job) and a look
+// again soon, rather than an error the rate limiter would space out up to its maximum delay.
+// Any other error is returned as it is.
+func (r *Reconciler) reportNameTaken(s *scope, err error) error {
+	var taken *errNameTaken
+	if !errors.As(err, &taken) {
+		return err
+	}
+	s.nameTaken = taken
+	r.waiters.wait(types.NamespacedName{Namespace: s.task.Namespace, Name: taken.job}, client.ObjectKeyFromObject(s.task))
+	s.result.RequeueAfter = minPositive(s.result.RequeueAfter, nameTakenPollInterval)
+	r.record(s.task, warning(v1.EventJobNameTaken, "Create", taken.Error()))
+	return nil
+}
+
 // existingJob fetches a Job that a create found already there, and makes sure it is the Task's.
-// A Job left by an earlier Task of the same name (deleted, then created again) is let go and
-// deleted, and the creation is tried again once it is gone.
+// A Job of this Task that lost its owner reference is taken back. A Job left by an earlier Task
+// of the same name (deleted, then created again) is let go and deleted, and the creation is
+// tried again once it is gone. Anyone else's is an errNameTaken.
 func (r *Reconciler) existingJob(ctx context.Context, task *v1.Task, name string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
 	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: name}, job); err != nil {
 		return nil, fmt.Errorf("get existing job %s: %w", name, err)
+	}
+	if lostOwner(task, job) {
+		if err := r.adopt(ctx, task, job); err != nil {
+			return nil, err
+		}
 	}
 	if metav1.IsControlledBy(job, task) {
 		return job, nil
 	}
 	owner := metav1.GetControllerOf(job)
 	if owner == nil || owner.Kind != v1.Kind || owner.Name != task.Name {
-		return nil, fmt.Errorf("create job %s: a Job of that name exists and is not controlled by this Task", name)
+		return nil, nameTaken(job)
 	}
 	if err := r.removeJobFinalizer(ctx, job.Namespace, job.Name); err != nil {
 		return nil, err
@@ -360,6 +391,9 @@ func (r *Reconciler) deleteJob(ctx context.Context, s *scope, name string) error
 // whether the Task's finalizer still protects anything.
 func (r *Reconciler) summarize(s *scope) {
 	s.task.Status = computeStatusIn(s.task, s.jobs, s.now, s.kueueServed)
+	if s.nameTaken != nil {
+		setNameTaken(&s.task.Status, s.task, s.nameTaken.Error(), s.now)
+	}
 	if s.plan.create != nil && !s.plan.scheduled.IsZero() && s.task.Status.CurrentRun != nil &&
 		s.task.Status.CurrentRun.ScheduledTime.Equal(timePtr(s.plan.scheduled)) {
 		s.task.Status.MissedRuns += s.plan.missed

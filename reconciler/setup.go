@@ -30,6 +30,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts:      opts,
 		expect:    newExpectations(opts.expectationTimeout),
 		kueue:     &kueueAPI{mapper: mgr.GetRESTMapper(), clock: opts.Clock.Now},
+		waiters:   &nameWaiters{},
 	}
 	if err := registerMetrics(mgr); err != nil {
 		return fmt.Errorf("register task metrics: %w", err)
@@ -37,9 +38,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.Task{}).
-		Watches(&batchv1.Job{},
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.Task{}, handler.OnlyControllerOwner()),
-			builder.WithPredicates(jobChanged()))
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfJob), builder.WithPredicates(jobChanged()))
 	// With Kueue installed, why a queued Job waits is read from its Workload. Installed later,
 	// queued Tasks run all the same; the reasons come with the operator's next start.
 	if gvk, ok := workloadKind(mgr.GetRESTMapper()); ok {
@@ -79,8 +78,8 @@ func newRateLimiter(opts Options) workqueue.TypedRateLimiter[reconcile.Request] 
 }
 
 // jobChanged lets through the Job updates the controller acts on — a terminal condition,
-// suspension, deletion, its finalizer, labels — and drops the many status updates in between
-// (pod counts).
+// suspension, deletion, its finalizer, labels, its controller — and drops the many status
+// updates in between (pod counts).
 func jobChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldJob, ok1 := e.ObjectOld.(*batchv1.Job)
@@ -88,9 +87,13 @@ func jobChanged() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
+		oldRef, newRef := metav1.GetControllerOf(oldJob), metav1.GetControllerOf(newJob)
+		if (oldRef == nil) != (newRef == nil) || (oldRef != nil && oldRef.UID != newRef.UID) {
+			return true
+		}
 		owner := ""
-		if ref := metav1.GetControllerOf(newJob); ref != nil {
-			owner = ref.Name
+		if newRef != nil {
+			owner = newRef.Name
 		}
 		return observeJob(owner, oldJob) != observeJob(owner, newJob)
 	}}

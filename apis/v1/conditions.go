@@ -53,6 +53,9 @@ const (
 	// ReasonKueueNotInstalled: spec.queueName is set but Kueue's API is not served; no Job is
 	// created until it is.
 	ReasonKueueNotInstalled = "KueueNotInstalled"
+	// ReasonJobNameTaken: the run due cannot start because a Job of its name exists and is not
+	// the Task's; deleting (or renaming) that Job lets it start.
+	ReasonJobNameTaken = "JobNameTaken"
 )
 
 // Event reasons the operator records on Tasks.
@@ -70,4 +73,7 @@ const (
 	// a CronJob's TooManyMissedTimes: the clock, the schedule or startingDeadlineSeconds
 	// deserves a look.
 	EventTooManyMissedTimes = "TooManyMissedTimes"
+	// EventJobNameTaken: a Job of the run's name exists and is not the Task's (see
+	// ReasonJobNameTaken).
+	EventJobNameTaken = "JobNameTaken"
 )

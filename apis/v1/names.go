@@ -43,6 +43,12 @@ const (
 	// run ended by being replaced, not by failing.
 	AnnotationReplacedBy = "task.example.com/replaced-by"
 
+	// AnnotationTaskUID is on every Job the operator creates: the UID of the Task it runs for.
+	// A Job whose ownerReference was removed (by hand, or by a delete with --cascade=orphan)
+	// is taken back by that Task alone, and its FinalizerRunOutcome released by the operator
+	// once no such Task remains to record its outcome.
+	AnnotationTaskUID = "task.example.com/task-uid"
+
 	// FinalizerJobs is on a Task only while it protects something: a run whose Job may exist
 	// and whose outcome the status does not record yet, or a Job still holding
 	// FinalizerRunOutcome. The mutating webhook places it on a Task created at v1 to run at
