@@ -28,6 +28,23 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The operator's three ports on 127.0.0.1: free ones unless WEBHOOK_PORT, METRICS_PORT or
+# HEALTH_PORT says which. A port given that is in use stops everything here, naming it: the
+# readiness check must never be answered by another process, nor the apiserver call another
+# process's webhook.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+mapfile -t free_ports < <(go run ./hack/cluster ports 3)
+webhook_port="${WEBHOOK_PORT:-${free_ports[0]}}"
+metrics_port="${METRICS_PORT:-${free_ports[1]}}"
+health_port="${HEALTH_PORT:-${free_ports[2]}}"
+for named in "WEBHOOK_PORT=$webhook_port" "METRICS_PORT=$metrics_port" "HEALTH_PORT=$health_port"; do
+  if port_in_use "${named#*=}"; then
+    echo "make run: port ${named#*=} (${named%%=*}) on 127.0.0.1 is in use by another process; free it or set ${named%%=*} to another port" >&2
+    exit 1
+  fi
+done
+echo "==> operator ports on 127.0.0.1: webhook $webhook_port, metrics $metrics_port, health $health_port"
+
 queues="${QUEUES:-}"
 [[ "$queues" == "0" ]] && queues=""
 up_flags=()
@@ -75,23 +92,31 @@ echo "==> starting the operator (log: $state/operator.log)"
 bin/task-operator manager \
   --kubeconfig="$operator_kubeconfig" \
   --leader-elect=false \
-  --webhook-host=127.0.0.1 --webhook-port=9443 \
-  --webhook-local-url=https://localhost:9443 \
+  --webhook-host=127.0.0.1 --webhook-port="$webhook_port" \
+  --webhook-local-url="https://localhost:$webhook_port" \
   --webhook-namespace=task-operator-system \
   --webhook-cert-dir="$state/certs" \
-  --metrics-bind-address=127.0.0.1:8080 --metrics-secure=false \
-  --health-probe-bind-address=127.0.0.1:8081 \
+  --metrics-bind-address="127.0.0.1:$metrics_port" --metrics-secure=false \
+  --health-probe-bind-address="127.0.0.1:$health_port" \
   >"$state/operator.log" 2>&1 &
 operator_pid=$!
 
+# Ready means our process answers: it is alive, /readyz says so, and its /metrics are the
+# operator's (a process that took a port meanwhile is caught here, or the operator exits
+# failing to bind it).
+ours_ready() {
+  kill -0 "$operator_pid" 2>/dev/null &&
+    curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1 &&
+    curl -fsS "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null | grep -q '^taskoperator_'
+}
 for _ in $(seq 1 120); do
-  if curl -fsS http://127.0.0.1:8081/readyz >/dev/null 2>&1; then break; fi
+  if ours_ready; then break; fi
   if ! kill -0 "$operator_pid" 2>/dev/null; then
     echo "the operator exited; last log lines:"; tail -30 "$state/operator.log"; exit 1
   fi
   sleep 1
 done
-curl -fsS http://127.0.0.1:8081/readyz >/dev/null || { echo "operator not ready after 120s"; tail -30 "$state/operator.log"; exit 1; }
+ours_ready || { echo "operator not ready after 120s"; tail -30 "$state/operator.log"; exit 1; }
 echo "operator ready"
 
 echo "==> applying the sample Tasks (config/samples) at v1alpha1, v1beta1 and v1"
@@ -134,7 +159,7 @@ Try:
   kubectl describe task sample-v1
   kubectl get jobs,pods -l task.example.com/name
   kubectl get events --field-selector involvedObject.kind=Task
-  curl -s http://127.0.0.1:8080/metrics | grep ^taskoperator_
+  curl -s http://127.0.0.1:$metrics_port/metrics | grep ^taskoperator_
 EOT
 if [[ -n "$queues" ]]; then cat <<EOT
   kubectl get clusterqueues,localqueues,workloads

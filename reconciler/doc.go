@@ -16,6 +16,8 @@
 //   - plan.go:       what to do now: create, replace, suspend, prune, release (planRuns)
 //   - events.go:     which Events a status transition deserves (transitionEvents)
 //   - eventbudget.go: the budget of Normal Events (Warnings pass always)
+//   - ownership.go:  which Jobs are the Task's: taken back after losing their owner reference,
+//     someone else's Job of a run's name reported (JobNameTaken) and waited for
 //   - kueue.go:      queued Tasks (spec.queueName): Kueue's labels, why a Job waits (its
 //     Workload's conditions), whether Kueue's API is served
 //
@@ -43,11 +45,27 @@
 //   - A Job the stored status says may run, or one created longer ago than the expectation
 //     timeout, that the cache does not show is read from the API server before anything is
 //     decided; a Job found that way (its labels stripped) is polled.
-//   - Job names are "<task>-<schedule unix seconds, 0 for one-shot>-<attempt>": a repeated
-//     creation is an AlreadyExists of the same attempt, and two Tasks never share a name.
+//   - Job names are "<task>-<schedule unix seconds, 0 for one-shot>-<attempt>" when shorter than
+//     63 characters, else exactly 63 (the name cut, a hash of the whole, the suffix): a
+//     repeated creation is an AlreadyExists of the same attempt, and two Tasks never share a
+//     name. A Job of that name that is not the Task's is never adopted: the run waits, the
+//     Task Stalled with reason JobNameTaken, until the Job is gone.
+//   - Every Job names its Task's UID (v1.AnnotationTaskUID). A Job that lost its owner
+//     reference is taken back by that Task; one whose Task is gone, or was deleted with
+//     --cascade=orphan, has its FinalizerRunOutcome released and is not deleted.
+//   - The status subresource is the operator's record, trusted as the Job controller trusts a
+//     Job's status: a record cleared by another client is rebuilt from the Jobs that remain.
 //
 // Limits, by design:
 //
+//   - The cache holds only Jobs labelled v1.LabelTaskName: a Job without it that holds a run's
+//     name sends no event when deleted, so the Task looks again every nameTakenPollInterval.
+//   - A Job of an earlier release (no v1.AnnotationTaskUID) that lost its owner reference is
+//     not taken back: its attempt reads as missing. An earlier release kept names of exactly 63
+//     characters whole; such a Job is still read by its labels, and the next attempt gets a name
+//     of the new form.
+//   - A status record cleared by a client with tasks/status rights after the run's Jobs are gone
+//     cannot be told from a Task that never ran: that run runs again.
 //   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not one
 //     already queued (an admitted one runs on, Kueue would unsuspend it again; a waiting one
 //     starts when admitted).

@@ -3,6 +3,7 @@
 //
 //	eval "$(go run ./hack/cluster up)"     # prints: export KUBECONFIG=<path>
 //	go run ./hack/cluster down
+//	go run ./hack/cluster ports 3          # three free loopback ports, one a line
 //
 // Both take --dir (default <repo>/.cache/cluster) for the state: the pid
 // files, the kubeconfig, etcd's data and the logs (logs/, daemon.log).
@@ -42,6 +43,8 @@ func main() {
 		err = up(args)
 	case "down":
 		err = down(args)
+	case "ports":
+		err = ports(os.Stdout, args)
 	case serveCommand:
 		err = serve(args)
 	default:
@@ -54,7 +57,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up [--dir DIR] [--nodes N] [--timeout D] [--kueue] | cluster down [--dir DIR]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up [--dir DIR] [--nodes N] [--timeout D] [--kueue] | cluster down [--dir DIR] | cluster ports N")
 	os.Exit(2)
 }
 
