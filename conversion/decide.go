@@ -17,6 +17,10 @@ type Write struct {
 	Status bool
 	// Object is the Task to be stored and OldObject the stored one (UPDATE only), at v1.
 	Object, OldObject map[string]any
+	// FieldManager is the field manager the request named (its options' fieldManager), which
+	// every server-side apply names: what its Apply entry stopped owning is removed (see
+	// droppedByApply). "" when the request named none.
+	FieldManager string
 }
 
 // Decide returns the Task to store for w, at v1. The server decides what a client cannot see:
@@ -28,6 +32,8 @@ type Write struct {
 //     Job).
 //   - A write to the main resource never sets status, at any version: status is the stored one
 //     (UPDATE) or none (CREATE); a write to status never sets spec.
+//   - A server-side apply removes what its manager stopped applying and no manager owns, at
+//     any version, as it does on a Task only ever written at one version (droppedByApply).
 //   - The preserved annotation is never stored, and defaults are filled in (main resource only).
 //
 // Fields are spelled as the client or the stored object spelled them (a duration stays "5m").
@@ -45,8 +51,10 @@ func Decide(w Write) (map[string]any, error) {
 		replaceBody(result, b)
 	}
 	if w.Status {
+		removeDropped(w, result, "status")
 		return result, nil
 	}
+	removeDropped(w, result, "spec")
 	b := bodyOf(result)
 	delete(b, "status")
 	if !w.Create {
@@ -100,5 +108,12 @@ func replaceBody(obj map[string]any, b body) {
 		} else {
 			delete(obj, key)
 		}
+	}
+}
+
+// removeDropped removes from obj, below part, the fields the write's apply dropped.
+func removeDropped(w Write, obj map[string]any, part string) {
+	for _, p := range droppedByApply(w, part) {
+		removeAt(obj, p)
 	}
 }

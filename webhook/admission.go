@@ -123,6 +123,7 @@ func writeOf(req admission.Request) (conversion.Write, error) {
 	if req.RequestKind != nil {
 		w.Version = req.RequestKind.Version
 	}
+	w.FieldManager = fieldManagerOf(req)
 	var err error
 	if w.Object, err = conversion.DecodeObject(req.Object.Raw); err != nil {
 		return w, err
@@ -131,4 +132,16 @@ func writeOf(req admission.Request) (conversion.Write, error) {
 		w.OldObject, err = conversion.DecodeObject(req.OldObject.Raw)
 	}
 	return w, err
+}
+
+// fieldManagerOf returns the fieldManager of the request's options (UpdateOptions for an update
+// or a patch, server-side apply included; CreateOptions for a create), "" if none.
+func fieldManagerOf(req admission.Request) string {
+	var opts struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &opts) != nil {
+		return ""
+	}
+	return opts.FieldManager
 }
