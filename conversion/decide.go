@@ -2,6 +2,10 @@ package conversion
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	taskv1 "example.com/task-operator/apis/v1"
 )
@@ -111,9 +115,35 @@ func replaceBody(obj map[string]any, b body) {
 	}
 }
 
-// removeDropped removes from obj, below part, the fields the write's apply dropped.
+// removeDropped removes from obj, below part, the fields the write's apply dropped. At an old
+// version a field takes the value that version gives a manifest without it (maxRetry: 0 at
+// v1alpha1, the v1 default where that version has the same), as the apply did on the version's
+// own object; at v1 it is removed, and the defaults follow.
 func removeDropped(w Write, obj map[string]any, part string) {
 	for _, p := range droppedByApply(w, part) {
-		removeAt(obj, p)
+		if w.Version == hubVersion || !spokes[w.Version].resetToSpokeDefault(obj, p) {
+			removeAt(obj, p)
+		}
 	}
+}
+
+// resetToSpokeDefault sets the v1 field p of obj to the default of the spoke field it is
+// converted from, when that field has one; false otherwise (the v1 default, if any, follows).
+func (s spoke) resetToSpokeDefault(obj map[string]any, p fieldpath.Path) bool {
+	names := fieldNames(p)
+	if len(names) != len(p) {
+		return false
+	}
+	hubPath := strings.Join(names, ".")
+	m, _ := FieldMaps(s.version)
+	for _, f := range m.Mappings() {
+		v, ok := s.rules.defaults[f.Spoke]
+		if !ok || f.Same || !slices.Contains(f.Hub, hubPath) {
+			continue
+		}
+		cut(obj, path(hubPath))
+		leaf{at: path(hubPath), value: v}.applyTo(obj)
+		return true
+	}
+	return false
 }

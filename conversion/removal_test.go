@@ -71,12 +71,12 @@ func TestApplyRemovesWhatItsManagerDropped(t *testing.T) {
 		},
 		wantSpec: resurrected,
 	}, {
-		name: "an old-version apply drops what it maps to",
+		name: "an old-version apply resets what it maps to, to what the version gives when left out",
 		w: Write{Version: "v1alpha1", FieldManager: "frank",
 			OldObject: taskWith(resurrected, entry("frank", "Apply", "v1alpha1", `{"f:spec":{"f:type":{},"f:shell":{},"f:replicas":{}}}`)),
 			Object:    taskWith(resurrected, entry("frank", "Apply", "v1alpha1", `{"f:spec":{"f:type":{},"f:shell":{}}}`)),
 		},
-		wantSpec: map[string]any{"runner": resurrected["runner"], "timeout": "9m"},
+		wantSpec: map[string]any{"runner": resurrected["runner"], "timeout": "9m", "parallelism": int64(1)},
 	}, {
 		name: "not an apply of the request's manager",
 		w: Write{Version: "v1", FieldManager: "kubectl-edit",
