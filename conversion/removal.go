@@ -3,6 +3,7 @@ package conversion
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -118,13 +119,19 @@ func withNamedParents(set *fieldpath.Set) *fieldpath.Set {
 
 // expressedAt reports whether the v1 field p is one version can express: any at v1; at an old
 // version a field its field map converts to, or a list item or field below one of the same
-// shape at both versions (an HTTP header at v1beta1).
+// shape at both versions (an HTTP header at v1beta1), or a container it decides the existence
+// of (spokeRules.containers).
 func expressedAt(version string, p fieldpath.Path) bool {
 	m, ok := FieldMaps(version)
 	if !ok {
 		return version == hubVersion
 	}
 	names := fieldNames(p)
+	// A container the version decides (a v1beta1 schedule) goes whole, as the spoke's rules
+	// drop a removed container's hidden fields.
+	if len(names) == len(p) && spokes[version].rules.isContainer(path(strings.Join(names, "."))) {
+		return true
+	}
 	for _, f := range m.fields {
 		for i, h := range f.Hub {
 			hub := path(h).keys()
