@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	taskv1 "example.com/task-operator/apis/v1"
 )
 
@@ -116,6 +118,9 @@ func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, err
 func (s spoke) toHub(obj map[string]any) (map[string]any, error) {
 	pure, canonical, err := s.up(bodyOf(obj))
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+	}
+	if err := s.checkExplicitZeros(bodyOf(obj), canonical); err != nil {
 		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
 	}
 	meta, err := metadataWithout(obj)
@@ -423,5 +428,60 @@ var hubPaths = func() map[path]bool {
 		paths[path(name)] = true
 		walk(f.Type, path(name))
 	}
+	return paths
+}()
+
+// checkExplicitZeros refuses a field the client set to a zero value that the spoke's Go type
+// cannot tell from unset (an omitempty replicas: 0, method: "") when the hub field it maps to has
+// a default: the conversion would store the default in its place, a value the client never
+// wrote, and the apiserver would validate that value, not the client's, whenever it converts
+// the object back to the spoke (after an admission patch): replicas: 0, which v1alpha1 refuses,
+// was stored as 1. A zero with no default behind it (suspend: false) means what leaving the
+// field out means, and passes.
+func (s spoke) checkExplicitZeros(raw, canonical body) error {
+	m, ok := FieldMaps(s.version)
+	if !ok {
+		return nil
+	}
+	for _, f := range m.Mappings() {
+		at := path(f.Spoke)
+		v, sent := lookup(raw, at)
+		if !sent || v == nil {
+			continue
+		}
+		if _, kept := lookup(canonical, at); kept {
+			continue
+		}
+		for _, h := range f.Hub {
+			if defaultedHubPaths[path(h)] {
+				return field.Invalid(field.NewPath(at.keys()[0], at.keys()[1:]...), v,
+					"a zero value "+s.version+" cannot tell from unset: it would be stored as the v1 default; leave the field out for the default")
+			}
+		}
+	}
+	return nil
+}
+
+// defaultedHubPaths are the hub leaves taskv1.SetDefaults fills in.
+var defaultedHubPaths = func() map[path]bool {
+	hub := &taskv1.Task{Spec: taskv1.TaskSpec{Runner: taskv1.Runner{HTTP: &taskv1.HTTPRunner{}}, Schedule: &taskv1.Schedule{}}}
+	taskv1.SetDefaults(hub)
+	b, err := toBody(hub)
+	if err != nil {
+		panic("conversion: the defaults do not encode: " + err.Error())
+	}
+	paths := map[path]bool{}
+	var walk func(v any, at path)
+	walk = func(v any, at path) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			paths[at] = true
+			return
+		}
+		for k, e := range m {
+			walk(e, join(at, k))
+		}
+	}
+	walk(map[string]any(b), "")
 	return paths
 }()

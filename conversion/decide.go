@@ -2,6 +2,10 @@ package conversion
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	taskv1 "example.com/task-operator/apis/v1"
 )
@@ -17,6 +21,10 @@ type Write struct {
 	Status bool
 	// Object is the Task to be stored and OldObject the stored one (UPDATE only), at v1.
 	Object, OldObject map[string]any
+	// FieldManager is the field manager the request named (its options' fieldManager), which
+	// every server-side apply names: what its Apply entry stopped owning is removed (see
+	// droppedByApply). "" when the request named none.
+	FieldManager string
 }
 
 // Decide returns the Task to store for w, at v1. The server decides what a client cannot see:
@@ -28,6 +36,8 @@ type Write struct {
 //     Job).
 //   - A write to the main resource never sets status, at any version: status is the stored one
 //     (UPDATE) or none (CREATE); a write to status never sets spec.
+//   - A server-side apply removes what its manager stopped applying and no manager owns, at
+//     any version, as it does on a Task only ever written at one version (droppedByApply).
 //   - The preserved annotation is never stored, and defaults are filled in (main resource only).
 //
 // Fields are spelled as the client or the stored object spelled them (a duration stays "5m").
@@ -45,8 +55,10 @@ func Decide(w Write) (map[string]any, error) {
 		replaceBody(result, b)
 	}
 	if w.Status {
+		removeDropped(w, result, "status")
 		return result, nil
 	}
+	removeDropped(w, result, "spec")
 	b := bodyOf(result)
 	delete(b, "status")
 	if !w.Create {
@@ -101,4 +113,37 @@ func replaceBody(obj map[string]any, b body) {
 			delete(obj, key)
 		}
 	}
+}
+
+// removeDropped removes from obj, below part, the fields the write's apply dropped. At an old
+// version a field takes the value that version gives a manifest without it (maxRetry: 0 at
+// v1alpha1, the v1 default where that version has the same), as the apply did on the version's
+// own object; at v1 it is removed, and the defaults follow.
+func removeDropped(w Write, obj map[string]any, part string) {
+	for _, p := range droppedByApply(w, part) {
+		if w.Version == hubVersion || !spokes[w.Version].resetToSpokeDefault(obj, p) {
+			removeAt(obj, p)
+		}
+	}
+}
+
+// resetToSpokeDefault sets the v1 field p of obj to the default of the spoke field it is
+// converted from, when that field has one; false otherwise (the v1 default, if any, follows).
+func (s spoke) resetToSpokeDefault(obj map[string]any, p fieldpath.Path) bool {
+	names := fieldNames(p)
+	if len(names) != len(p) {
+		return false
+	}
+	hubPath := strings.Join(names, ".")
+	m, _ := FieldMaps(s.version)
+	for _, f := range m.Mappings() {
+		v, ok := s.rules.defaults[f.Spoke]
+		if !ok || f.Same || !slices.Contains(f.Hub, hubPath) {
+			continue
+		}
+		cut(obj, path(hubPath))
+		leaf{at: path(hubPath), value: v}.applyTo(obj)
+		return true
+	}
+	return false
 }

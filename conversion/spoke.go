@@ -29,6 +29,10 @@ type spokeRules struct {
 	// owners tie hidden fields to a visible value: when the value changes at the spoke, the
 	// hidden fields it owns return to their defaults.
 	owners []owner
+	// defaults are the spoke's schema defaults of the fields that map to a v1 field one to one,
+	// by spoke path: what a field an apply at the spoke dropped becomes (removeDropped).
+	// TestSpokeDefaultsMatchTheCRD holds them to the CRD.
+	defaults map[string]any
 }
 
 // owner ties the hidden fields below owns to the visible field value.

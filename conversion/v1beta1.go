@@ -19,6 +19,7 @@ var v1beta1Spoke = newSpoke(v1beta1.GroupVersion.Version, v1ToV1beta1, v1beta1To
 		{value: "spec.runner.http.url", owns: "spec.runner.http"},
 		{value: "status.lastJob.name", owns: "status.lastJob"},
 	},
+	defaults: map[string]any{"spec.parallelism": int64(1), "spec.maxRetries": int64(3), "spec.runner.http.method": "GET"},
 })
 
 // v1beta1Fields is the v1 fields each v1beta1 field is converted to by v1beta1ToV1 (see

@@ -1,11 +1,9 @@
 package migrate
 
 import (
-	"bytes"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -109,94 +107,9 @@ func keyOf(e metav1.ManagedFieldsEntry) managerKey {
 	return k
 }
 
-// movedSet is the set of e translated to v1; an entry at v1 is decoded as it is.
+// movedSet is the set of e translated to v1 (conversion.HubFieldSet).
 func movedSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
-	if e.FieldsType != fieldsType {
-		return nil, fmt.Errorf("fieldsType %q, not %s", e.FieldsType, fieldsType)
-	}
-	set := &fieldpath.Set{}
-	if e.FieldsV1 != nil {
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-			return nil, fmt.Errorf("fieldsV1 does not decode: %w", err)
-		}
-	}
-	if e.APIVersion == hubAPIVersion {
-		return set, nil
-	}
-	gv, err := schema.ParseGroupVersion(e.APIVersion)
-	if err != nil || gv.Group != taskv1.Group {
-		return nil, fmt.Errorf("apiVersion %q is not a version of %s", e.APIVersion, taskv1.Group)
-	}
-	fields, ok := conversion.FieldMaps(gv.Version)
-	if !ok {
-		return nil, fmt.Errorf("%s has no field map to %s", e.APIVersion, hubAPIVersion)
-	}
-	out := &fieldpath.Set{}
-	var failed error
-	set.Iterate(func(p fieldpath.Path) {
-		if failed != nil {
-			return
-		}
-		hub, err := movedPath(fields, p)
-		if err != nil {
-			failed = err
-			return
-		}
-		for _, h := range hub {
-			out.Insert(h)
-		}
-	})
-	return out, failed
-}
-
-// movedPath translates one path of a set recorded at the old version fields is of.
-func movedPath(fields conversion.FieldMap, p fieldpath.Path) ([]fieldpath.Path, error) {
-	var names []string
-	for _, pe := range p {
-		if pe.FieldName == nil {
-			break
-		}
-		names = append(names, *pe.FieldName)
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("path %s: not a field", p)
-	}
-	switch names[0] {
-	case "apiVersion", "kind":
-		if len(p) == 1 {
-			return []fieldpath.Path{p.Copy()}, nil
-		}
-	case "metadata":
-		// The annotation stands for the v1 fields the old version cannot express, and the
-		// server decides them, whatever a client sends in it; no v1 object carries it.
-		if len(names) >= 3 && names[1] == "annotations" && names[2] == conversion.PreservedAnnotation {
-			return nil, nil
-		}
-		return []fieldpath.Path{p.Copy()}, nil
-	default:
-		if len(names) == len(p) {
-			if hub, ok := fields.Map(names); ok {
-				out := make([]fieldpath.Path, len(hub))
-				for i, h := range hub {
-					out[i] = fieldPath(h)
-				}
-				return out, nil
-			}
-		} else if hub, ok := fields.SameShape(names); ok {
-			// List items and what is below them carry over as they are.
-			rest := p[len(names):].Copy()
-			return []fieldpath.Path{append(fieldPath(hub), rest...)}, nil
-		}
-	}
-	return nil, fmt.Errorf("path %s has no counterpart at %s", p, hubAPIVersion)
-}
-
-func fieldPath(names []string) fieldpath.Path {
-	p := make(fieldpath.Path, len(names))
-	for i, n := range names {
-		p[i] = fieldpath.PathElement{FieldName: &n}
-	}
-	return p
+	return conversion.HubFieldSet(e)
 }
 
 func subresourceText(s string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -56,7 +57,26 @@ func (Mutator) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	if w.Version != taskv1.GroupVersion.Version && len(resp.Patches) == 0 {
+		convertBack(&resp)
+	}
+	return resp
+}
+
+// convertBack makes resp patch the object even when the decision changes nothing: on a write at
+// an old version the apiserver converts a patched object back to that version, and only then is
+// what it stores the conversion of this decision. Without a patch it stores the client's own
+// object at that version, converted with the client's preserved annotation after the
+// apiserver's own changes (status reset on the main resource, spec on the status subresource):
+// a forged annotation could then set status (issue #27, item 3), and a field the old version's
+// type cannot tell from unset (suspend: false) counted as a spec change and bumped
+// metadata.generation on a write that changed nothing (item 4). The cost is one conversion call
+// more per old-version write.
+func convertBack(resp *admission.Response) {
+	resp.Patches = []jsonpatch.JsonPatchOperation{{Operation: "test", Path: "/apiVersion", Value: taskv1.GroupVersion.String()}}
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.PatchType = &pt
 }
 
 // withRunFinalizer adds taskv1.FinalizerJobs to a Task being created that starts a run as soon
@@ -145,6 +165,7 @@ func writeOf(req admission.Request) (conversion.Write, error) {
 	if req.RequestKind != nil {
 		w.Version = req.RequestKind.Version
 	}
+	w.FieldManager = fieldManagerOf(req)
 	var err error
 	if w.Object, err = conversion.DecodeObject(req.Object.Raw); err != nil {
 		return w, err
@@ -153,4 +174,16 @@ func writeOf(req admission.Request) (conversion.Write, error) {
 		w.OldObject, err = conversion.DecodeObject(req.OldObject.Raw)
 	}
 	return w, err
+}
+
+// fieldManagerOf returns the fieldManager of the request's options (UpdateOptions for an update
+// or a patch, server-side apply included; CreateOptions for a create), "" if none.
+func fieldManagerOf(req admission.Request) string {
+	var opts struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &opts) != nil {
+		return ""
+	}
+	return opts.FieldManager
 }

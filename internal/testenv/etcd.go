@@ -121,3 +121,43 @@ func (cp *ControlPlane) EtcdCompact(ctx context.Context) (int64, error) {
 	}
 	return rev, nil
 }
+
+// EtcdHistory returns every value etcd stored under key at a revision after since, oldest first
+// (a deletion ends the history it reads back from).
+func (cp *ControlPlane) EtcdHistory(ctx context.Context, key string, since int64) ([]StoredObject, error) {
+	c, err := cp.Etcd()
+	if err != nil {
+		return nil, err
+	}
+	var out []StoredObject
+	for rev := int64(0); ; {
+		opts := []clientv3.OpOption{}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := c.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("etcd get %s at revision %d: %w", key, rev, err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision <= since {
+			break
+		}
+		kv := resp.Kvs[0]
+		out = append([]StoredObject{{Key: key, Value: kv.Value, ModRevision: kv.ModRevision}}, out...)
+		rev = kv.ModRevision - 1
+	}
+	return out, nil
+}
+
+// EtcdRevision is etcd's current revision.
+func (cp *ControlPlane) EtcdRevision(ctx context.Context) (int64, error) {
+	c, err := cp.Etcd()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcd revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
