@@ -22,6 +22,7 @@ import (
 //	one-shot Succeeded                    Ready=True    → Current
 //	one-shot Failed                       Stalled       → Failed
 //	scheduled, latest run did not fail    Ready=True    → Current (like a CronJob)
+//	scheduled, suspended                  Ready=False   → InProgress (no run starts)
 //	scheduled, latest run failed          Ready=False   → InProgress until a run succeeds
 //	schedule that does not parse          Stalled       → Failed
 func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) {
@@ -181,13 +182,21 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 			}
 		}
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, v1.ConditionFailed) {
+	switch {
+	case st.Phase == v1.PhaseSuspended:
+		// Not healthy, whatever the last run did: no run starts until spec.suspend is cleared.
+		set(v1.ConditionReady, false, v1.ReasonSuspended, "spec.suspend is set: no scheduled run starts")
+	case meta.IsStatusConditionTrue(st.Conditions, v1.ConditionFailed):
 		set(v1.ConditionReady, false, v1.ReasonLastRunFailed, meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message)
-	} else {
+	default:
 		set(v1.ConditionReady, true, v1.ReasonHealthy, "the schedule is in force")
 	}
-	set(v1.ConditionReconciling, false, v1.ReasonAsExpected, "the schedule is in force")
-	set(v1.ConditionStalled, false, v1.ReasonAsExpected, "the schedule is in force")
+	msg := "the schedule is in force"
+	if st.Phase == v1.PhaseSuspended {
+		msg = "spec.suspend is set: no scheduled run starts"
+	}
+	set(v1.ConditionReconciling, false, v1.ReasonAsExpected, msg)
+	set(v1.ConditionStalled, false, v1.ReasonAsExpected, msg)
 }
 
 // latestFinished is the outcome of the latest run that finished for good, as far as this

@@ -48,7 +48,7 @@ func TestKstatus(t *testing.T) {
 		{name: "scheduled, last run succeeded", task: newTask(scheduled(v1.AllowConcurrent)), jobs: []observedJob{schedJob(60, 1, jobSucceeded, 70)}, now: 90, want: kstatus.CurrentStatus},
 		{name: "scheduled, retrying", task: newTask(scheduled(v1.AllowConcurrent)), jobs: []observedJob{schedJob(60, 1, jobFailed, 70)}, now: 70, want: kstatus.CurrentStatus},
 		{name: "scheduled, last run failed", task: newTask(scheduled(v1.AllowConcurrent), maxRetries(0)), jobs: []observedJob{schedJob(60, 1, jobFailed, 70)}, now: 90, want: kstatus.InProgressStatus},
-		{name: "scheduled, suspended", task: newTask(scheduled(v1.AllowConcurrent), suspended), now: 30, want: kstatus.CurrentStatus},
+		{name: "scheduled, suspended", task: newTask(scheduled(v1.AllowConcurrent), suspended), now: 30, want: kstatus.InProgressStatus}, // no run starts: not healthy
 		{name: "invalid schedule", task: newTask(func(t *v1.Task) { t.Spec.Schedule = &v1.Schedule{Cron: "nope"} }), want: kstatus.FailedStatus},
 	}
 	for _, tc := range tests {

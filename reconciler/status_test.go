@@ -457,7 +457,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "suspended scheduled Task",
 			task: newTask(scheduled(v1.AllowConcurrent), suspended),
 			now:  30,
-			want: wantStatus{phase: v1.PhaseSuspended, since: mtime(0), conditions: map[string]string{"Progressing": "False/Suspended", "Ready": "True/Healthy"}},
+			want: wantStatus{phase: v1.PhaseSuspended, since: mtime(0), conditions: map[string]string{"Progressing": "False/Suspended", "Ready": "False/Suspended"}},
 		},
 		{
 			name: "invalid schedule",
