@@ -17,8 +17,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/install"
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/conversion"
 )
 
