@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/kubectl/pkg/cmd/get"
@@ -21,7 +20,7 @@ type printFlags struct {
 func newPrintFlags() *printFlags {
 	return &printFlags{
 		generic: genericclioptions.NewPrintFlags(""),
-		columns: &get.CustomColumnsPrintFlags{NoHeaders: false, TemplateArgument: ""},
+		columns: get.NewCustomColumnsPrintFlags(),
 	}
 }
 
@@ -43,11 +42,10 @@ func (f *printFlags) toPrinter() (printers.ResourcePrinter, error) {
 		return nil, nil
 	}
 	if strings.HasPrefix(format, "custom-columns") {
-		spec := strings.TrimPrefix(strings.TrimPrefix(format, "custom-columns"), "=")
-		if spec == "" {
-			return nil, fmt.Errorf("-o custom-columns needs columns, e.g. -o custom-columns=JOB:.job,OUTCOME:.outcome")
+		if !strings.Contains(format, "=") {
+			return nil, fmt.Errorf("-o %s needs columns, e.g. -o custom-columns=JOB:.job,OUTCOME:.outcome", format)
 		}
-		return get.NewCustomColumnsPrinterFromSpec(spec, unstructured.UnstructuredJSONScheme, false)
+		return f.columns.ToPrinter(format)
 	}
 	p, err := f.generic.ToPrinter()
 	if err != nil {

@@ -197,8 +197,10 @@ func runsOf(task *taskv1.Task, jobs []batchv1.Job) []Run {
 }
 
 // applyRecord lays the Task's durable record of its current run over what the Job says.
+// While the record says Active, a Job's own Suspended or Replaced says more.
 func applyRecord(run *Run, cur *taskv1.RunRecord) {
-	if run.Outcome != "Replaced" && run.Outcome != "Suspended" || cur.Outcome != taskv1.RunActive {
+	jobSaysMore := run.Outcome == "Replaced" || run.Outcome == "Suspended"
+	if cur.Outcome != taskv1.RunActive || !jobSaysMore {
 		run.Outcome = string(cur.Outcome)
 	}
 	if cur.FinishTime != nil {

@@ -9,7 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -46,8 +48,16 @@ func runStatus(ctx context.Context, c *clients, name string, out io.Writer, now 
 	if err != nil {
 		return err
 	}
-	var pods []corev1.Pod
+	var (
+		pods []corev1.Pod
+		job  *batchv1.Job
+	)
 	if run := task.Status.CurrentRun; run != nil {
+		if job, err = c.kube.BatchV1().Jobs(task.Namespace).Get(ctx, run.Job.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			job = nil
+		} else if err != nil {
+			return fmt.Errorf("job %q of task %q: %w", run.Job.Name, name, err)
+		}
 		if pods, err = c.podsOf(ctx, task.Namespace, run.Job.Name); err != nil {
 			return err
 		}
@@ -59,7 +69,7 @@ func runStatus(ctx context.Context, c *clients, name string, out io.Writer, now 
 		return fmt.Errorf("events of task %q: %w", name, err)
 	}
 	s := statusPrinter{w: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0), now: now}
-	s.print(task, pods, events.Items)
+	s.print(task, job, pods, events.Items)
 	return s.w.Flush()
 }
 
@@ -86,7 +96,7 @@ func (s statusPrinter) when(t *metav1.Time) string {
 	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), rel)
 }
 
-func (s statusPrinter) print(task *taskv1.Task, pods []corev1.Pod, events []corev1.Event) {
+func (s statusPrinter) print(task *taskv1.Task, job *batchv1.Job, pods []corev1.Pod, events []corev1.Event) {
 	st := task.Status
 	s.line(0, "Name:\t%s", task.Name)
 	s.line(0, "Namespace:\t%s", task.Namespace)
@@ -105,7 +115,8 @@ func (s statusPrinter) print(task *taskv1.Task, pods []corev1.Pod, events []core
 		s.line(0, "\t(the status is of generation %d; the spec is at %d)", st.ObservedGeneration, task.Generation)
 	}
 	s.conditions(st.Conditions)
-	s.currentRun(task, pods)
+	s.currentRun(task, job, pods)
+	_ = s.w.Flush() // the run's nested lines align among themselves
 	s.line(0, "Next run:\t%s", s.when(st.NextRunTime))
 	lastError := st.LastError
 	if lastError == "" {
@@ -150,7 +161,7 @@ func (s statusPrinter) conditions(conds []metav1.Condition) {
 	}
 }
 
-func (s statusPrinter) currentRun(task *taskv1.Task, pods []corev1.Pod) {
+func (s statusPrinter) currentRun(task *taskv1.Task, job *batchv1.Job, pods []corev1.Pod) {
 	run := task.Status.CurrentRun
 	if run == nil {
 		s.line(0, "Current run:\t<none yet>")
@@ -161,7 +172,16 @@ func (s statusPrinter) currentRun(task *taskv1.Task, pods []corev1.Pod) {
 	if run.ScheduledTime != nil {
 		s.line(1, "Scheduled for:\t%s", s.when(run.ScheduledTime))
 	}
-	s.line(1, "Job:\t%s", run.Job.Name)
+	if job == nil {
+		s.line(1, "Job:\t%s (gone: its TTL, a history limit or a user deleted it)", run.Job.Name)
+	} else {
+		s.line(1, "Job:\t%s", run.Job.Name)
+		started := job.Status.StartTime
+		if started == nil {
+			started = &job.CreationTimestamp
+		}
+		s.line(1, "Started:\t%s", s.when(started))
+	}
 	s.line(1, "Outcome:\t%s", run.Outcome)
 	if run.AdmittedTime != nil {
 		s.line(1, "Admitted:\t%s", s.when(run.AdmittedTime))

@@ -17,6 +17,7 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 	other := setUp(t)
 	// Suspended from its creation, a one-shot Task never runs: it has no runs yet.
 	apply(t, ns, task("idle", "", "  suspend: true\n"))
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Suspended", "task/idle", "--timeout=90s")
 	for _, tc := range []struct {
 		args []string
 		want string // the whole of stderr's first line
@@ -31,7 +32,7 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 		{[]string{"runs", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no runs yet (phase Suspended)`},
 		{[]string{"logs", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no runs yet (phase Suspended)`},
 		{[]string{"logs", "idle", "-n", ns, "--attempt", "0"}, `error: --attempt must be 1 or more, got 0`},
-		{[]string{"runs", "idle", "-n", ns, "-o", "xml"}, `error: -o xml: unknown output format (want one of json, yaml, name, go-template, go-template-file, template, templatefile, jsonpath, jsonpath-as-json, jsonpath-file, custom-columns)`},
+		{[]string{"runs", "idle", "-n", ns, "-o", "xml"}, `error: -o xml: unknown output format (want one of json, yaml, kyaml, name, go-template, go-template-file, template, templatefile, jsonpath, jsonpath-as-json, jsonpath-file, custom-columns, custom-columns-file)`},
 		{[]string{"status", "-n", ns}, `error: a Task name is required, e.g. kubectl task status NAME`},
 		{[]string{"status", "a", "b", "-n", ns}, `error: one Task name expected, got 2: a b`},
 		{[]string{"status", "idle", "--bogus"}, `error: unknown flag: --bogus`},
