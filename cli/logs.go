@@ -109,26 +109,17 @@ func (c *clients) attemptJob(ctx context.Context, task *taskv1.Task, attempt int
 	if err != nil {
 		return "", err
 	}
-	run := ""
 	for _, j := range jobs {
-		if j.Name == cur.Job.Name {
-			run = j.Labels[taskv1.LabelRun]
-		}
-	}
-	for _, j := range jobs {
-		if j.Labels[taskv1.LabelAttempt] == strconv.Itoa(int(attempt)) && sameRun(j, run, cur) {
+		if j.Labels[taskv1.LabelAttempt] == strconv.Itoa(int(attempt)) && ofRun(j, cur) {
 			return j.Name, nil
 		}
 	}
-	return "", fmt.Errorf("task %q: the Job of attempt %d no longer exists (its TTL or a history limit deleted it): its logs are gone", task.Name, attempt)
+	return "", fmt.Errorf("task %q: the Job of attempt %d no longer exists (its TTL, a history limit or a user deleted it): its logs are gone", task.Name, attempt)
 }
 
-// sameRun says whether j is an attempt of the current run: the same task.example.com/run
-// label as the current Job's, or, that Job being gone, the same schedule time.
-func sameRun(j batchv1.Job, run string, cur *taskv1.RunRecord) bool {
-	if run != "" {
-		return j.Labels[taskv1.LabelRun] == run
-	}
+// ofRun says whether j is an attempt of the current run: the same schedule time, or none for
+// a one-shot run. (task.example.com/run cannot say: a one-shot run's is the attempt.)
+func ofRun(j batchv1.Job, cur *taskv1.RunRecord) bool {
 	if cur.ScheduledTime == nil {
 		return j.Annotations[taskv1.AnnotationScheduledTime] == ""
 	}
@@ -138,7 +129,7 @@ func sameRun(j batchv1.Job, run string, cur *taskv1.RunRecord) bool {
 func (c *clients) jobExists(ctx context.Context, task *taskv1.Task, job string) error {
 	if _, err := c.kube.BatchV1().Jobs(task.Namespace).Get(ctx, job, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("job %q of task %q no longer exists (its TTL or a history limit deleted it): its logs are gone", job, task.Name)
+			return fmt.Errorf("job %q of task %q no longer exists (its TTL, a history limit or a user deleted it): its logs are gone", job, task.Name)
 		}
 		return fmt.Errorf("job %q of task %q: %w", job, task.Name, err)
 	}
@@ -148,7 +139,10 @@ func (c *clients) jobExists(ctx context.Context, task *taskv1.Task, job string) 
 // podLogs copies one pod's log (its first container: a run's pod has one) to out, each line
 // after prefix.
 func (c *clients) podLogs(ctx context.Context, task *taskv1.Task, job string, pod corev1.Pod, follow bool, out io.Writer, prefix string) error {
-	opts := &corev1.PodLogOptions{Follow: follow}
+	// A finished pod's log is complete: following it would add nothing (and a node that
+	// follows anyway, as KWOK's does, would never end the stream).
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	opts := &corev1.PodLogOptions{Follow: follow && !finished}
 	if len(pod.Spec.Containers) > 0 {
 		opts.Container = pod.Spec.Containers[0].Name
 	}

@@ -106,6 +106,7 @@ func TestRunsAndLogsOfEveryAttemptAndPod(t *testing.T) {
 	ns := setUp(t)
 	apply(t, ns, task("flaky", "e2e.example.com/outcome: fail", `  retry: {maxRetries: 1, backoff: {initial: 1s, max: 1s}}
 `))
+
 	apply(t, ns, task("wide", "", `  parallelism: 2
 `))
 	waitFor(t, ns, "flaky", "Failed")
@@ -128,6 +129,16 @@ func TestRunsAndLogsOfEveryAttemptAndPod(t *testing.T) {
 	contains(t, "logs --all-pods", all, "] report: 42 rows\n", "] report: done\n")
 	if got := ok(t, "task", "logs", "flaky", "-n", ns, "--attempt", "2"); got != podLog {
 		t.Errorf("logs --attempt 2: %q", got)
+	}
+
+	// Once a user deletes the first attempt's Job, its logs are gone, and runs no longer lists it.
+	ok(t, "delete", "job", "flaky-0-1", "-n", ns, "--wait=true")
+	if r := kubectl(t, "", "task", "logs", "flaky", "-n", ns, "--attempt", "1"); r.code != 1 ||
+		r.stderr != "error: task \"flaky\": the Job of attempt 1 no longer exists (its TTL, a history limit or a user deleted it): its logs are gone\n" {
+		t.Errorf("logs of an attempt whose Job is gone: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if table := ok(t, "task", "runs", "flaky", "-n", ns); strings.Contains(table, "flaky-0-1") || !strings.Contains(table, "flaky-0-2") {
+		t.Errorf("runs after the first attempt's Job was deleted:\n%s", table)
 	}
 }
 
