@@ -32,7 +32,7 @@ runs, read their logs, suspend and resume it, and convert manifests from old API
 
 It talks to the cluster of your kubeconfig, at example.com/v1, with kubectl's flags.`,
 		Example: `  kubectl task status nightly-report
-  kubectl task runs nightly-report -n reports -o wide
+  kubectl task runs nightly-report -n reports -o yaml
   kubectl task logs nightly-report -f
   kubectl task suspend nightly-report`,
 		Annotations: map[string]string{

@@ -37,6 +37,29 @@ func TestPluginIsFoundByKubectl(t *testing.T) {
 	}
 }
 
+// TestVersionNamesTheOperatorsDeployment: an operator installed as config/default or the chart
+// installs it is found by its Deployment's labels, and its version is the manager's image.
+func TestVersionNamesTheOperatorsDeployment(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: task-operator-controller-manager
+  labels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager, app.kubernetes.io/version: "1.2.3"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager}}
+    spec:
+      containers:
+      - {name: manager, image: registry.example.com/task-operator:v1.2.3}
+`)
+	contains(t, "kubectl task version", ok(t, "task", "version"),
+		"Operator: 1.2.3, registry.example.com/task-operator:v1.2.3 (deployment "+ns+"/task-operator-controller-manager, 0/0 ready)")
+	ok(t, "delete", "deployment", "task-operator-controller-manager", "-n", ns, "--wait=true")
+}
+
 // TestStatusRunsAndLogsOfASucceededTask reads a one-shot Task that succeeded at its first
 // attempt through every reading command and output format.
 func TestStatusRunsAndLogsOfASucceededTask(t *testing.T) {
