@@ -52,8 +52,18 @@ lint: vet ## Run golangci-lint (built from the module proxy on first use).
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 .PHONY: build
-build: ## Build bin/task-operator (--version says VERSION).
+build: ## Build bin/task-operator and the kubectl plugin bin/kubectl-task (--version, version say VERSION).
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/task-operator ./cmd/task-operator
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-task ./cmd/kubectl-task
+
+# Where install-plugin puts kubectl-task: PREFIX/bin if PREFIX is given, else GOBIN, else
+# $(go env GOPATH)/bin. It must be on PATH for kubectl to find `kubectl task`.
+PLUGIN_DIR ?= $(if $(PREFIX),$(PREFIX)/bin,$(or $(GOBIN),$(shell go env GOBIN),$(shell go env GOPATH)/bin))
+
+.PHONY: install-plugin
+install-plugin: build ## Install the kubectl plugin (kubectl task ...) into PREFIX/bin, else GOBIN, else GOPATH/bin.
+	install -D -m 0755 bin/kubectl-task $(PLUGIN_DIR)/kubectl-task
+	@echo "installed $(PLUGIN_DIR)/kubectl-task; with it on PATH: kubectl task --help"
 
 .PHONY: controlplane
 controlplane: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and Kueue.

@@ -90,6 +90,11 @@ func (cp *ControlPlane) newEnvironment() (*envtest.Environment, error) {
 	api.Configure().
 		Set("advertise-address", "127.0.0.1").
 		Set("endpoint-reconciler-type", "none")
+	if cp.opts.PodLog != "" {
+		// The fake Nodes' Hostname (kwok-node-0) resolves nowhere; their InternalIP is where
+		// KWOK serves pod logs (podlogs.go).
+		api.Configure().Set("kubelet-preferred-address-types", "InternalIP")
+	}
 	if len(cp.opts.StandInNamespaces) > 0 {
 		// Webhook and conversion Services, and aggregated APIs, are resolved through their
 		// EndpointSlices to a pod IP, not to a ClusterIP that needs kube-proxy.

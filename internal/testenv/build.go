@@ -22,6 +22,10 @@ var (
 	operatorBinOnce sync.Once
 	operatorBin     string
 	operatorBinErr  error
+
+	pluginBinOnce sync.Once
+	pluginBin     string
+	pluginBinErr  error
 )
 
 // WorkDir is this process's scratch directory, where operators keep their logs and
@@ -46,21 +50,56 @@ func RemoveWorkDir() error {
 // that hashes them: the test packages that run the operator, which go test runs in parallel,
 // share one binary instead of each linking its own, and never overwrite one another's.
 func OperatorBinary() (string, error) {
-	operatorBinOnce.Do(func() { operatorBin, operatorBinErr = buildOperator() })
+	operatorBinOnce.Do(func() { operatorBin, operatorBinErr = buildCached(operatorPackage, "operator", "task-operator") })
 	return operatorBin, operatorBinErr
 }
 
-func buildOperator() (string, error) {
+// PluginBinary returns the kubectl plugin, cmd/kubectl-task, built from the working tree as
+// OperatorBinary is, in <repo>/.cache/plugin/path/<hash>/kubectl-task: a directory of its own, to
+// put on PATH so that kubectl finds `kubectl task` under the name it looks for.
+func PluginBinary() (string, error) {
+	pluginBinOnce.Do(func() { pluginBin, pluginBinErr = buildPlugin() })
+	return pluginBin, pluginBinErr
+}
+
+func buildPlugin() (string, error) {
+	bin, err := buildCached(pluginPackage, "plugin", "kubectl-task")
+	if err != nil {
+		return "", err
+	}
+	// kubectl looks plugins up by their exact name: a hard link per build under that name.
+	link := filepath.Join(filepath.Dir(bin), "path", hashOf(bin), "kubectl-task")
+	if _, err := os.Stat(link); err == nil {
+		return link, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return "", fmt.Errorf("build plugin: %w", err)
+	}
+	if err := os.Link(bin, link); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("build plugin: %w", err)
+	}
+	return link, nil
+}
+
+// hashOf is the sources hash a binary built by buildCached ends with.
+func hashOf(bin string) string {
+	base := filepath.Base(bin)
+	return base[strings.LastIndexByte(base, '-')+1:]
+}
+
+// buildCached builds pkg into <repo>/.cache/<cache>/<name>-<hash of its sources>, once per state
+// of those sources, under a lock that the test packages building it at once share.
+func buildCached(pkg, cache, name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	key, err := sourcesHash(root, operatorPackage)
+	key, err := sourcesHash(root, pkg)
 	if err != nil {
-		return "", fmt.Errorf("build operator: %w", err)
+		return "", fmt.Errorf("build %s: %w", cache, err)
 	}
-	dir := filepath.Join(root, ".cache", "operator")
-	bin := filepath.Join(dir, "task-operator-"+key)
+	dir := filepath.Join(root, ".cache", cache)
+	bin := filepath.Join(dir, name+"-"+key)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -76,33 +115,33 @@ func buildOperator() (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	if err := goBuild(root, bin); err != nil {
+	if err := goBuild(root, pkg, bin); err != nil {
 		return "", err
 	}
-	pruneOtherBinaries(dir, bin)
+	pruneOtherBinaries(dir, name, bin)
 	return bin, nil
 }
 
-// goBuild builds the operator into a temporary name and renames it, so that no one ever runs
-// a half-written binary.
-func goBuild(root, bin string) error {
+// goBuild builds pkg into a temporary name and renames it, so that no one ever runs a
+// half-written binary.
+func goBuild(root, pkg, bin string) error {
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, operatorPackage)
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("build operator: %w\n%s", err, out)
+		return fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return fmt.Errorf("build operator: %w", err)
+		return fmt.Errorf("build %s: %w", pkg, err)
 	}
 	return nil
 }
 
 // pruneOtherBinaries removes the binaries of earlier states of the sources. A process still
 // running one keeps its file open; unlinking it does not disturb it.
-func pruneOtherBinaries(dir, keep string) {
-	others, _ := filepath.Glob(filepath.Join(dir, "task-operator-*"))
+func pruneOtherBinaries(dir, name, keep string) {
+	others, _ := filepath.Glob(filepath.Join(dir, name+"-*"))
 	for _, path := range others {
 		if path != keep && !strings.HasSuffix(path, ".tmp") {
 			_ = os.Remove(path)
@@ -122,8 +161,11 @@ func lockFile(path string) (unlock func(), err error) {
 	return func() { _ = f.Close() }, nil // closing releases the lock
 }
 
-// operatorPackage is what OperatorBinary builds.
-const operatorPackage = "./cmd/task-operator"
+// operatorPackage is what OperatorBinary builds, pluginPackage what PluginBinary builds.
+const (
+	operatorPackage = "./cmd/task-operator"
+	pluginPackage   = "./cmd/kubectl-task"
+)
 
 // sourcesHash hashes what a build of pkg reads from the module: the Go version, go.mod,
 // go.sum, and the Go and embedded files of every package of the module that pkg depends on.

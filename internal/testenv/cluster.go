@@ -95,6 +95,14 @@ func (cp *ControlPlane) kwokArgs(stages []string) ([]string, error) {
 		"--cidr=" + cidr,
 		"--server-address=127.0.0.1:0",
 	}
+	if cp.opts.PodLog != "" {
+		logArgs, err := cp.podLogArgs()
+		if err != nil {
+			return nil, err
+		}
+		// A later --server-address wins: the kubelet server moves to the port the Nodes name.
+		args = append(args, logArgs...)
+	}
 	for _, s := range stages {
 		args = append(args, "--config="+s)
 	}

@@ -71,6 +71,10 @@ type Options struct {
 	// through their EndpointSlices (--enable-aggregator-routing: there is no kube-proxy), and
 	// runs the Deployment, ReplicaSet, EndpointSlice and disruption controllers.
 	StandInNamespaces []string
+	// PodLog (Full mode), when set, is the log of every container of every pod on the fake
+	// Nodes, read through the apiserver's pods/log subresource (kubectl logs): KWOK serves it
+	// as a kubelet would (see podlogs.go). Empty: pods have no logs, and reading one fails.
+	PodLog string
 }
 
 // withDefaults fills the zero fields of opts, resolving paths against the

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// clients are what a command that talks to the cluster needs: Tasks through the dynamic
+// client at the resource discovery found for example.com/v1, the core and batch APIs typed.
+type clients struct {
+	namespace string
+	tasks     dynamic.NamespaceableResourceInterface
+	kube      kubernetes.Interface
+	config    *rest.Config
+}
+
+// connect builds the clients from the kubeconfig flags. The apiserver's warnings (a
+// deprecated version, a field it dropped) go to stderr, once each, as kubectl prints them.
+func (o *Options) connect() (*clients, error) {
+	cfg, err := o.Config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NewWarningWriter(o.Streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	ns, _, err := o.Config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	mapper, err := o.Config.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	mapping, err := mapper.RESTMapping(taskv1.GroupKind, taskv1.GroupVersion.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("the cluster does not serve %s %s: is the task-operator's CRD installed?", taskv1.Kind, taskv1.GroupVersion)
+		}
+		return nil, fmt.Errorf("discovery of %s: %w", taskv1.GroupVersion, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{namespace: ns, tasks: dyn.Resource(mapping.Resource), kube: kube, config: cfg}, nil
+}
+
+// getTask reads a Task at v1; a missing one is an error naming it and its namespace.
+func (c *clients) getTask(ctx context.Context, name string) (*taskv1.Task, error) {
+	u, err := c.tasks.Namespace(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, c.taskError(name, err)
+	}
+	task := &taskv1.Task{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, task); err != nil {
+		return nil, fmt.Errorf("task %q in namespace %q: %w", name, c.namespace, err)
+	}
+	return task, nil
+}
+
+// taskError says what went wrong with a Task in words that name it.
+func (c *clients) taskError(name string, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("task %q not found in namespace %q", name, c.namespace)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("task %q in namespace %q: forbidden: %s", name, c.namespace, apierrors.ReasonForError(err))
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return fmt.Errorf("task %q in namespace %q: %s", name, c.namespace, status.Status().Message)
+	}
+	return fmt.Errorf("task %q in namespace %q: %w", name, c.namespace, err)
+}
+
+// jobsOf lists the Jobs the Task owns, oldest run first. They are selected by the
+// task.example.com/name label and kept only when the Task is their controller: the label of a
+// name longer than 63 characters is a cut plus a hash, so the owner, not the label, decides.
+func (c *clients) jobsOf(ctx context.Context, task *taskv1.Task) ([]batchv1.Job, error) {
+	selector := taskv1.LabelTaskName
+	if len(task.Name) <= 63 {
+		selector += "=" + task.Name
+	}
+	list, err := c.kube.BatchV1().Jobs(task.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("jobs of task %q: %w", task.Name, err)
+	}
+	jobs := slices.DeleteFunc(list.Items, func(j batchv1.Job) bool { return !controlledBy(j.OwnerReferences, task.UID) })
+	slices.SortFunc(jobs, func(a, b batchv1.Job) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return jobs, nil
+}
+
+func controlledBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid && r.Controller != nil && *r.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// podsOf lists a Job's pods, oldest first, by the label the Job controller puts on them.
+func (c *clients) podsOf(ctx context.Context, namespace, job string) ([]corev1.Pod, error) {
+	list, err := c.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	if err != nil {
+		return nil, fmt.Errorf("pods of job %q: %w", job, err)
+	}
+	pods := list.Items
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return pods, nil
+}

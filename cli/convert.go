@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"example.com/task-operator/apis/install"
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/conversion"
+)
+
+type convertOptions struct {
+	files   []string
+	to      string
+	inPlace bool
+}
+
+func newConvertCommand(o *Options) *cobra.Command {
+	co := convertOptions{to: taskv1.GroupVersion.Version}
+	cmd := &cobra.Command{
+		Use:   "convert -f FILE|DIR",
+		Short: "Rewrite Task manifests from v1alpha1 or v1beta1 to v1, offline",
+		Long: `Rewrite the Tasks of manifests kept in Git to another served version (v1 by default) with
+the operator's own converter, as the cluster would store them: the same fields, the same
+defaults. No cluster is contacted. A directory is read recursively (*.yaml, *.yml, *.json).
+
+Documents that are not Tasks are printed unchanged, byte for byte. A Task is rewritten as
+YAML with its keys sorted: comments inside it are lost. The result is printed (documents
+separated by ---), or written back over each file with --in-place.
+
+A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1)
+is refused with an error naming the field, as is a manifest the converter cannot read.`,
+		Example: `  kubectl task convert -f config/samples/v1alpha1_task.yaml
+  kubectl task convert -f manifests/ --in-place
+  kubectl task convert -f task.yaml --to v1beta1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(co.files) == 0 {
+				return usageError(cmd, "-f FILE|DIR is required")
+			}
+			if !slices.Contains(install.Versions, co.to) {
+				return usageError(cmd, fmt.Sprintf("--to %s: not a served version of %s (want one of %s)", co.to, taskv1.GroupKind, strings.Join(install.Versions, ", ")))
+			}
+			return runConvert(co, o.Streams.Out)
+		},
+	}
+	cmd.Flags().StringSliceVarP(&co.files, "filename", "f", nil, "Manifest file or directory (repeatable)")
+	cmd.Flags().StringVar(&co.to, "to", co.to, "Version to convert Tasks to: "+strings.Join(install.Versions, ", "))
+	cmd.Flags().BoolVar(&co.inPlace, "in-place", false, "Write each file back instead of printing")
+	return cmd
+}
+
+func runConvert(co convertOptions, out io.Writer) error {
+	paths, err := manifestPaths(co.files)
+	if err != nil {
+		return err
+	}
+	first := true
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		converted, err := convertManifest(data, co.to)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if co.inPlace {
+			if !bytes.Equal(converted, data) {
+				if err := os.WriteFile(p, converted, 0o644); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if !first {
+			fmt.Fprintln(out, "---")
+		}
+		first = false
+		if _, err := out.Write(converted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manifestPaths expands directories into their manifest files, in lexical order.
+func manifestPaths(args []string) ([]string, error) {
+	var paths []string
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			paths = append(paths, arg)
+			continue
+		}
+		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch strings.ToLower(filepath.Ext(p)) {
+			case ".yaml", ".yml", ".json":
+				if !d.IsDir() {
+					paths = append(paths, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// convertManifest converts the Tasks among the documents of one file and keeps the others as
+// they were.
+func convertManifest(data []byte, to string) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		converted, err := convertDocument(doc, to)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		docs = append(docs, converted)
+	}
+	return joinDocuments(docs), nil
+}
+
+func joinDocuments(docs [][]byte) []byte {
+	var b bytes.Buffer
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(d)
+		if len(d) > 0 && d[len(d)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// convertDocument converts one document if it is a Task of a served version.
+func convertDocument(doc []byte, to string) ([]byte, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return doc, nil
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind != taskv1.Kind || !strings.HasPrefix(head.APIVersion, taskv1.Group+"/") {
+		return doc, nil // not a Task (or not YAML this command understands): leave it
+	}
+	obj, err := decodeTask(doc)
+	if err != nil {
+		return nil, err
+	}
+	_, hadStatus := obj["status"]
+	hub, err := conversion.Convert(obj, taskv1.GroupVersion.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateHub(hub); err != nil {
+		return nil, err
+	}
+	if to != taskv1.GroupVersion.Version {
+		// A manifest written at v1 holds no defaults; the old version must not be refused for them.
+		if hub, err = conversion.WithDefaults(hub); err != nil {
+			return nil, err
+		}
+	}
+	fields, err := conversion.Inexpressible(hub, to)
+	if err != nil {
+		return nil, err
+	}
+	if len(fields) > 0 {
+		return nil, fmt.Errorf("%s: %s cannot express %s: keep it at %s, or remove the field%s",
+			taskName(obj), to, strings.Join(fields, ", "), taskv1.GroupVersion.Version, plural(len(fields)))
+	}
+	result, err := conversion.Convert(hub, to)
+	if err != nil {
+		return nil, err
+	}
+	if !hadStatus {
+		delete(result, "status")
+	}
+	tidyMetadata(result)
+	return yaml.Marshal(result)
+}
+
+// decodeTask reads a manifest document as the converter wants it: JSON numbers as int64.
+func decodeTask(doc []byte) (map[string]any, error) {
+	raw, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := conversion.DecodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// validateHub refuses, naming the field, what the API would refuse at any version and the
+// converter lets through: a schedule that does not parse, an unknown time zone.
+func validateHub(hub map[string]any) error {
+	task := &taskv1.Task{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(hub, task); err != nil {
+		return fmt.Errorf("%s: %w", taskName(hub), err)
+	}
+	if errs := taskv1.Validate(task); len(errs) > 0 {
+		return fmt.Errorf("%s: %w", taskName(hub), errs.ToAggregate())
+	}
+	return nil
+}
+
+// tidyMetadata drops what the converter adds to metadata that a manifest did not hold: an
+// empty annotations map, a null creationTimestamp.
+func tidyMetadata(obj map[string]any) {
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	if a, ok := meta["annotations"].(map[string]any); ok && len(a) == 0 {
+		delete(meta, "annotations")
+	}
+	if meta["creationTimestamp"] == nil {
+		delete(meta, "creationTimestamp")
+	}
+}
+
+func taskName(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return fmt.Sprintf("task %q in namespace %q", name, ns)
+	}
+	return fmt.Sprintf("task %q", name)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

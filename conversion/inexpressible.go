@@ -1,0 +1,62 @@
+package conversion
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Inexpressible lists the fields of a Task's spec, as decoded JSON at v1, that version cannot
+// express: what a conversion to it would carry in PreservedAnnotation rather than in its own
+// fields. An offline conversion (kubectl task convert) refuses them, naming each, since
+// the admission webhook removes that annotation from what a client writes. The paths are
+// dotted (spec.runner.shell.env), sorted; none for v1 itself.
+func Inexpressible(hub map[string]any, version string) ([]string, error) {
+	if version == hubVersion {
+		return nil, nil
+	}
+	s, ok := spokes[version]
+	if !ok {
+		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, servedVersions())
+	}
+	if from, err := versionOf(hub); err != nil {
+		return nil, err
+	} else if from != hubVersion {
+		return nil, fmt.Errorf("%s: Inexpressible reads a v1 object, not %s", nameOf(hub), from)
+	}
+	_, p, err := s.read(hub)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	var walk func(m map[string]any, at path)
+	walk = func(m map[string]any, at path) {
+		for k, v := range m {
+			p := join(at, k)
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(sub, p)
+				continue
+			}
+			paths = append(paths, string(p))
+		}
+	}
+	if spec, ok := p.Patch["spec"].(map[string]any); ok {
+		walk(spec, "spec")
+	}
+	slices.SortFunc(paths, strings.Compare)
+	return paths, nil
+}
+
+// WithDefaults returns a copy of a v1 Task, as decoded JSON, with the v1 defaults of the fields
+// it lacks, as the apiserver would store it; every field it has keeps its spelling. Inexpressible
+// needs it for a manifest written at v1, which carries no defaults: a default the old version
+// does not express is no reason to refuse.
+func WithDefaults(hub map[string]any) (map[string]any, error) {
+	obj, _ := deepCopy(hub).(map[string]any)
+	b, err := withDefaults(bodyOf(obj))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOf(hub), err)
+	}
+	replaceBody(obj, b)
+	return obj, nil
+}

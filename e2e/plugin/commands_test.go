@@ -1,0 +1,209 @@
+package plugin_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// task is a v1 Task manifest: a shell runner plus extra spec lines and pod labels.
+func task(name, labels, spec string) string {
+	return fmt.Sprintf(`apiVersion: example.com/v1
+kind: Task
+metadata:
+  name: %s
+  labels: {%s}
+spec:
+  runner: {type: Shell, shell: {script: ./report.sh}}
+%s`, name, labels, spec)
+}
+
+func waitFor(t *testing.T, ns, name, condition string) {
+	t.Helper()
+	ok(t, "wait", "-n", ns, "--for=condition="+condition, "task/"+name, "--timeout=90s")
+}
+
+// TestPluginIsFoundByKubectl: kubectl's plugin discovery finds kubectl-task on PATH, and its
+// version says what it is, the cluster's version, and that no operator Deployment is there
+// (the suite's operator runs as a process).
+func TestPluginIsFoundByKubectl(t *testing.T) {
+	setUp(t)
+	contains(t, "kubectl plugin list", ok(t, "plugin", "list"), "/kubectl-task")
+	contains(t, "kubectl task version", ok(t, "task", "version"),
+		"Client: kubectl-task ", "Kubernetes: v1.", "Operator: not found in the cluster (no Deployment labelled app.kubernetes.io/name=task-operator,control-plane=controller-manager)")
+	if out := ok(t, "task", "version", "--client"); strings.Contains(out, "Kubernetes") {
+		t.Errorf("version --client asked the cluster:\n%s", out)
+	}
+}
+
+// TestVersionNamesTheOperatorsDeployment: an operator installed as config/default or the chart
+// installs it is found by its Deployment's labels, and its version is the manager's image.
+func TestVersionNamesTheOperatorsDeployment(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: task-operator-controller-manager
+  labels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager, app.kubernetes.io/version: "1.2.3"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: task-operator, control-plane: controller-manager}}
+    spec:
+      containers:
+      - {name: manager, image: registry.example.com/task-operator:v1.2.3}
+`)
+	contains(t, "kubectl task version", ok(t, "task", "version"),
+		"Operator: 1.2.3, registry.example.com/task-operator:v1.2.3 (deployment "+ns+"/task-operator-controller-manager, 0/0 ready)")
+	ok(t, "delete", "deployment", "task-operator-controller-manager", "-n", ns, "--wait=true")
+}
+
+// TestStatusRunsAndLogsOfASucceededTask reads a one-shot Task that succeeded at its first
+// attempt through every reading command and output format.
+func TestStatusRunsAndLogsOfASucceededTask(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("report", "", ""))
+	waitFor(t, ns, "report", "Succeeded")
+
+	contains(t, "status", ok(t, "task", "status", "report", "-n", ns),
+		"Name:", "report", "Namespace:", ns, "Phase:", "Succeeded, since", "Schedule:", "<none: runs once>",
+		"Ready", "True, Succeeded", "Current run:", "Attempt:", "1 of at most 4", "Job:", "report-0-1",
+		"Outcome:", "Succeeded", "Finished:", "Pods:", "report-0-1-", "Next run:", "<none>", "Last error:", "Events:", "JobCreated")
+
+	table := ok(t, "task", "runs", "report", "-n", ns)
+	contains(t, "runs", table, "ATTEMPT", "JOB", "OUTCOME", "REASON", "report-0-1", "Succeeded")
+	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 2 {
+		t.Errorf("runs: want a header and one run:\n%s", table)
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Task       string `json:"task"`
+			Attempt    int    `json:"attempt"`
+			Job        string `json:"job"`
+			Outcome    string `json:"outcome"`
+			StartTime  string `json:"startTime"`
+			FinishTime string `json:"finishTime"`
+			JobExists  bool   `json:"jobExists"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(ok(t, "task", "runs", "report", "-n", ns, "-o", "json")), &list); err != nil {
+		t.Fatalf("runs -o json: %v", err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("runs -o json: %d items, want 1: %+v", len(list.Items), list)
+	}
+	if r := list.Items[0]; r.APIVersion != "cli.task.example.com/v1" || r.Kind != "Run" || r.Task != "report" || r.Attempt != 1 ||
+		r.Job != "report-0-1" || r.Outcome != "Succeeded" || r.StartTime == "" || r.FinishTime == "" || !r.JobExists {
+		t.Errorf("runs -o json: %+v", r)
+	}
+	contains(t, "runs -o yaml", ok(t, "task", "runs", "report", "-n", ns, "-o", "yaml"), "kind: Run", "job: report-0-1", "outcome: Succeeded")
+	if got := ok(t, "task", "runs", "report", "-n", ns, "-o", "name"); got != "run.cli.task.example.com/report-0-1\n" {
+		t.Errorf("runs -o name: %q", got)
+	}
+	if got := ok(t, "task", "runs", "report", "-n", ns, "-o", `jsonpath={range .items[*]}{.job} {.outcome}{"\n"}{end}`); got != "report-0-1 Succeeded\n" {
+		t.Errorf("runs -o jsonpath: %q", got)
+	}
+	contains(t, "runs -o custom-columns", ok(t, "task", "runs", "report", "-n", ns, "-o", "custom-columns=JOB:.job,OUTCOME:.outcome"),
+		"JOB", "OUTCOME", "report-0-1", "Succeeded")
+
+	// Logs through the apiserver's pods/log subresource, served by KWOK as the node's kubelet.
+	for _, args := range [][]string{{}, {"--attempt", "1"}, {"-f"}} {
+		if got := ok(t, append([]string{"task", "logs", "report", "-n", ns}, args...)...); got != podLog {
+			t.Errorf("logs %v: %q, want %q", args, got, podLog)
+		}
+	}
+	if got := ok(t, "logs", "-n", ns, "job/report-0-1"); got != podLog {
+		t.Errorf("kubectl logs job/report-0-1 (the same path): %q", got)
+	}
+}
+
+// TestRunsAndLogsOfEveryAttemptAndPod: a Task whose pod fails runs twice (maxRetries 1); runs
+// lists both attempts with the Job controller's reason and logs reads either attempt. A Task
+// of two pods shows both with --all-pods.
+func TestRunsAndLogsOfEveryAttemptAndPod(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("flaky", "e2e.example.com/outcome: fail", `  retry: {maxRetries: 1, backoff: {initial: 1s, max: 1s}}
+`))
+
+	apply(t, ns, task("wide", "", `  parallelism: 2
+`))
+	waitFor(t, ns, "flaky", "Failed")
+	waitFor(t, ns, "wide", "Succeeded")
+
+	table := ok(t, "task", "runs", "flaky", "-n", ns)
+	contains(t, "runs", table, "flaky-0-1", "flaky-0-2", "Failed")
+	if n := strings.Count(table, "Failed"); n < 2 {
+		t.Errorf("runs: %d failed attempts shown, want 2:\n%s", n, table)
+	}
+	contains(t, "status", ok(t, "task", "status", "flaky", "-n", ns), "Phase:", "Failed", "Attempt:", "2 of at most 2", "flaky-0-2", "Last error:", "RetriesExhausted")
+
+	if got := ok(t, "task", "logs", "flaky", "-n", ns, "--attempt", "1"); got != podLog {
+		t.Errorf("logs --attempt 1: %q", got)
+	}
+	all := ok(t, "task", "logs", "wide", "-n", ns, "--all-pods")
+	if n := strings.Count(all, "[pod/wide-0-1-"); n != 2*strings.Count(podLog, "\n") {
+		t.Errorf("logs --all-pods: %d prefixed lines, want a log from each of 2 pods:\n%s", n, all)
+	}
+	contains(t, "logs --all-pods", all, "] report: 42 rows\n", "] report: done\n")
+	if got := ok(t, "task", "logs", "flaky", "-n", ns, "--attempt", "2"); got != podLog {
+		t.Errorf("logs --attempt 2: %q", got)
+	}
+
+	// Once a user deletes the first attempt's Job, its logs are gone, and runs no longer lists it.
+	ok(t, "delete", "job", "flaky-0-1", "-n", ns, "--wait=true")
+	if r := kubectl(t, "", "task", "logs", "flaky", "-n", ns, "--attempt", "1"); r.code != 1 ||
+		r.stderr != "error: task \"flaky\": the Job of attempt 1 no longer exists (its TTL, a history limit or a user deleted it): its logs are gone\n" {
+		t.Errorf("logs of an attempt whose Job is gone: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if table := ok(t, "task", "runs", "flaky", "-n", ns); strings.Contains(table, "flaky-0-1") || !strings.Contains(table, "flaky-0-2") {
+		t.Errorf("runs after the first attempt's Job was deleted:\n%s", table)
+	}
+}
+
+// TestSuspendAndResumeSayWhatTheyDid: each is one patch of spec.suspend, and a repeat changes
+// nothing and says so.
+func TestSuspendAndResumeSayWhatTheyDid(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("nightly", "", `  schedule: {cron: "0 2 * * *"}
+`))
+	for _, step := range []struct {
+		args    []string
+		want    string
+		suspend string
+	}{
+		{[]string{"suspend"}, "task.example.com/nightly suspended\n", "true"},
+		{[]string{"suspend"}, "task.example.com/nightly already suspended: nothing to do\n", "true"},
+		{[]string{"resume"}, "task.example.com/nightly resumed\n", "false"},
+		{[]string{"resume"}, "task.example.com/nightly not suspended: nothing to do\n", "false"},
+	} {
+		if got := ok(t, append([]string{"task"}, append(step.args, "nightly", "-n", ns)...)...); got != step.want {
+			t.Errorf("%v: %q, want %q", step.args, got, step.want)
+		}
+		got := ok(t, "get", "task", "nightly", "-n", ns, "-o", "jsonpath={.spec.suspend}")
+		if got == "" {
+			got = "false"
+		}
+		if got != step.suspend {
+			t.Errorf("after %v: spec.suspend %q, want %s", step.args, got, step.suspend)
+		}
+	}
+	waitFor(t, ns, "nightly", "Ready")
+	contains(t, "status", ok(t, "task", "status", "nightly", "-n", ns), "Schedule:", "0 2 * * * (UTC), concurrency Allow", "Next run:", "Current run:", "<none yet>")
+}
+
+// TestConvertedManifestsApplyAtV1: what convert writes from the samples of the old versions is
+// accepted by the apiserver as written, at v1.
+func TestConvertedManifestsApplyAtV1(t *testing.T) {
+	ns := setUp(t)
+	for _, sample := range []string{"v1alpha1_task.yaml", "v1beta1_task.yaml"} {
+		out := ok(t, "task", "convert", "-f", "../../config/samples/"+sample)
+		contains(t, "convert "+sample, out, "apiVersion: example.com/v1\n")
+		apply(t, ns, out)
+	}
+	waitFor(t, ns, "sample-v1alpha1", "Succeeded")
+}

@@ -1,0 +1,130 @@
+package plugin_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBadInputIsOneLineNamingTheObject: every mistake a user makes is one line on stderr that
+// names the object, and a non-zero exit; never a stack trace or a usage dump.
+func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
+	ns := setUp(t)
+	other := setUp(t)
+	// Suspended from its creation, a one-shot Task never runs: it has no runs yet.
+	apply(t, ns, task("idle", "", "  suspend: true\n"))
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Suspended", "task/idle", "--timeout=90s")
+	for _, tc := range []struct {
+		args []string
+		want string // the whole of stderr's first line
+	}{
+		{[]string{"status", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"runs", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"logs", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"suspend", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"resume", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"status", "idle", "-n", other}, `error: task "idle" not found in namespace "` + other + `"`},
+		{[]string{"status", "idle", "-n", "no-such-namespace"}, `error: task "idle" not found in namespace "no-such-namespace"`},
+		{[]string{"runs", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no runs yet (phase Suspended)`},
+		{[]string{"logs", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no runs yet (phase Suspended)`},
+		{[]string{"logs", "idle", "-n", ns, "--attempt", "0"}, `error: --attempt must be 1 or more, got 0`},
+		{[]string{"runs", "idle", "-n", ns, "-o", "xml"}, `error: -o xml: unknown output format (want one of json, yaml, kyaml, name, go-template, go-template-file, template, templatefile, jsonpath, jsonpath-as-json, jsonpath-file, custom-columns, custom-columns-file)`},
+		{[]string{"status", "-n", ns}, `error: a Task name is required, e.g. kubectl task status NAME`},
+		{[]string{"status", "a", "b", "-n", ns}, `error: one Task name expected, got 2: a b`},
+		{[]string{"status", "idle", "--bogus"}, `error: unknown flag: --bogus`},
+		{[]string{"convert", "-f", "no-such-file.yaml"}, `error: stat no-such-file.yaml: no such file or directory`},
+		{[]string{"completion", "powershell"}, `error: invalid argument "powershell" for "kubectl task completion"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := kubectl(t, "", append([]string{"task"}, tc.args...)...)
+			if r.code == 0 {
+				t.Fatalf("exit 0, want an error; stdout: %s", r.stdout)
+			}
+			first, rest, _ := strings.Cut(strings.TrimRight(r.stderr, "\n"), "\n")
+			if first != tc.want {
+				t.Errorf("stderr %q, want %q", first, tc.want)
+			}
+			// At most a pointer to --help follows a usage error.
+			if rest != "" && !strings.HasPrefix(rest, "See 'kubectl task") {
+				t.Errorf("more than one line on stderr:\n%s", r.stderr)
+			}
+			if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") || r.stdout != "" {
+				t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+			}
+		})
+	}
+	// The Task that exists but has no runs still has a status to show.
+	contains(t, "status of a Task with no runs", ok(t, "task", "status", "idle", "-n", ns),
+		"Suspended:", "yes", "Current run:", "<none yet>")
+}
+
+// TestHelpOfEveryCommandShowsAnExample: --help of the plugin and of each command, as kubectl
+// passes it on, shows how the command is typed.
+func TestHelpOfEveryCommandShowsAnExample(t *testing.T) {
+	setUp(t)
+	for _, cmd := range []string{"", "status", "runs", "logs", "suspend", "resume", "convert", "version", "completion"} {
+		t.Run("help "+cmd, func(t *testing.T) {
+			args := []string{"task"}
+			if cmd != "" {
+				args = append(args, cmd)
+			}
+			out := ok(t, append(args, "--help")...)
+			contains(t, "kubectl task "+cmd+" --help", out, "Usage:\n  kubectl task "+cmd, "Examples:\n  ")
+			_, examples, _ := strings.Cut(out, "Examples:\n")
+			examples, _, _ = strings.Cut(examples, "\n\n")
+			contains(t, "the examples of kubectl task "+cmd, examples, "kubectl task "+cmd)
+		})
+	}
+}
+
+// TestCompletionScripts: cobra's scripts for each shell, named after the plugin.
+func TestCompletionScripts(t *testing.T) {
+	setUp(t)
+	for shell, want := range map[string]string{"bash": "__start_kubectl-task", "zsh": "#compdef kubectl-task", "fish": "complete -c kubectl-task"} {
+		contains(t, "completion "+shell, ok(t, "task", "completion", shell), want)
+	}
+}
+
+// TestRunsWatchPrintsARunAsItChanges: `runs --watch` started before the Task runs prints its
+// attempt when the Job appears and again when it succeeds.
+func TestRunsWatchPrintsARunAsItChanges(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("slow", `e2e.example.com/run-seconds: "3"`, "  suspend: true\n"))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", "task", "runs", "slow", "-n", ns, "--watch")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	// The header comes first: nothing ran yet.
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ATTEMPT") {
+		t.Fatalf("first line %q, want the header; stderr: %s", lines.Text(), stderr.String())
+	}
+	ok(t, "task", "resume", "slow", "-n", ns)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if strings.Contains(lines.Text(), "slow-0-1") && strings.Contains(lines.Text(), "Succeeded") {
+			break
+		}
+	}
+	if len(seen) == 0 || !strings.Contains(seen[len(seen)-1], "Succeeded") {
+		t.Fatalf("runs --watch never showed slow-0-1 Succeeded; it printed:\n%s\nstderr: %s", strings.Join(seen, "\n"), stderr.String())
+	}
+	if !strings.Contains(seen[0], "Active") {
+		t.Errorf("runs --watch: the first row is not the active attempt: %q", seen[0])
+	}
+}
