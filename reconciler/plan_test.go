@@ -491,3 +491,46 @@ func jobNames(jobs []observedJob) []string {
 	}
 	return out
 }
+
+// TestSupersededFailureOlderThanTheLatestOutcomeIsNotReported: with policy Allow the run for
+// 60s fails at 130s while the run for 120s (the current record) is still active; the operator
+// is away and, when it comes back, the run for 120s has also ended (succeeded at 140s, or failed
+// at 140s with its retry running) and a newer Job is active. The latest finished attempt is the
+// one of 140s: lastError and the Failed condition must tell it, not the older failure of 130s
+// that no one saw yet.
+func TestSupersededFailureOlderThanTheLatestOutcomeIsNotReported(t *testing.T) {
+	early := schedJob(60, 1, jobFailed, 130)
+	lateFailed := schedJob(120, 1, jobFailed, 140)
+	lateFailed.Reason, lateFailed.Message = "DeadlineExceeded", "Job was active longer than specified deadline"
+	for _, tc := range []struct {
+		name          string
+		jobs          []observedJob
+		wantLastError string
+		wantFailed    metav1.ConditionStatus
+	}{{
+		name:       "the later run succeeded and the next one runs",
+		jobs:       []observedJob{early, schedJob(120, 1, jobSucceeded, 140), schedJob(180, 1, jobActive, 0)},
+		wantFailed: metav1.ConditionFalse,
+	}, {
+		name:          "the later run failed and its retry runs",
+		jobs:          []observedJob{early, lateFailed, schedJob(120, 2, jobActive, 0)},
+		wantLastError: lateFailed.failure(),
+		wantFailed:    metav1.ConditionTrue,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{
+				Phase: v1.PhaseRunning, Attempts: 1, LastScheduleTime: mtime(120),
+				CurrentRun: run(120, 1, v1.RunActive, 0),
+				ActiveJobs: []v1.JobReference{*ref(early.Name), *ref(jobName("t", runID{Scheduled: at(120), Attempt: 1}))},
+			}))
+			now := at(185)
+			st := computeStatus(task, tc.jobs, now)
+			if st.LastError != tc.wantLastError {
+				t.Errorf("lastError = %q, want %q (the latest finished attempt's)", st.LastError, tc.wantLastError)
+			}
+			if c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed); c == nil || c.Status != tc.wantFailed {
+				t.Errorf("Failed condition = %+v, want %s", c, tc.wantFailed)
+			}
+		})
+	}
+}
