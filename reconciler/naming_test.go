@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	v1 "example.com/task-operator/apis/v1"
 )
 
 func TestJobName(t *testing.T) {
@@ -216,4 +220,37 @@ func FuzzRunFromName(f *testing.F) {
 			t.Errorf("runFromName(%q, %q) = %+v, which names %q", task, name, run, jobName(task, run))
 		}
 	})
+}
+
+// TestOrphanOfThePreviousReleaseIsRecognised: a Job the previous release made (no
+// task.example.com/task-uid annotation) that lost its owner reference (delete --cascade=orphan
+// with the operator away) still holds the run-outcome finalizer; it must be found as the Task's
+// so that the finalizer is released. The previous release kept a name of exactly 63 characters
+// whole and trimmed '-' and '.' off the end of a cut; this release names both differently, so
+// such a Job is no longer recognised by its name.
+func TestOrphanOfThePreviousReleaseIsRecognised(t *testing.T) {
+	previousFitName := func(base, suffix string) string { // the rule of the previous release
+		if len(base)+len(suffix) <= maxNameLength {
+			return base + suffix
+		}
+		hash := "-" + shortHash(base)
+		keep := max(1, maxNameLength-len(suffix)-len(hash))
+		return strings.TrimRight(base[:min(keep, len(base))], "-.") + hash + suffix
+	}
+	for _, task := range []string{
+		strings.Repeat("a", 58),                            // kept whole at 62 by both rules
+		strings.Repeat("a", 59),                            // 63 with "-0-1": kept whole before, hashed now
+		strings.Repeat("a", 49) + "-" + "bbbbbbbbbbbbbbbb", // the cut ends in '-'
+		strings.Repeat("a", 49) + "." + "bbbbbbbbbbbbbbbb", // the cut ends in '.'
+	} {
+		name := previousFitName(task, "-0-1")
+		job := batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns",
+			Labels:     map[string]string{v1.LabelTaskName: labelValue(task), v1.LabelAttempt: "1"},
+			Finalizers: []string{v1.FinalizerRunOutcome},
+		}}
+		if got := orphansOf(task, "", []batchv1.Job{job}); len(got) != 1 {
+			t.Errorf("Task %q (%d characters), Job %q of the previous release without an owner: not an orphan, its finalizer is never released", task, len(task), name)
+		}
+	}
 }
