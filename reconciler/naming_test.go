@@ -254,3 +254,27 @@ func TestOrphanOfThePreviousReleaseIsRecognised(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelValueUnchangedSinceThePreviousRelease: every reader of a Task's Jobs lists them by
+// task.example.com/name = labelValue(task name) (observeJobs, liveJobs, releaseOrphans), and a
+// Job's labels are never rewritten, so a Job made by the previous release is found only while
+// labelValue gives the value that release wrote. For a name over 63 characters whose cut ends
+// in '-' or '.', the previous release trimmed it; this one no longer does.
+func TestLabelValueUnchangedSinceThePreviousRelease(t *testing.T) {
+	previous := func(name string) string { // labelValue of the previous release
+		if len(name) <= maxNameLength {
+			return name
+		}
+		return strings.TrimRight(name[:maxNameLength-9], "-.") + "-" + shortHash(name)
+	}
+	for _, name := range []string{
+		strings.Repeat("a", 63),
+		strings.Repeat("a", 70),
+		strings.Repeat("a", 53) + "-" + strings.Repeat("b", 20), // the cut ends in '-'
+		strings.Repeat("a", 53) + "." + strings.Repeat("b", 20), // the cut ends in '.'
+	} {
+		if got, want := labelValue(name), previous(name); got != want {
+			t.Errorf("labelValue(%q) = %q, the previous release labelled its Jobs %q: they are no longer listed (never pruned, finalizers never released)", name, got, want)
+		}
+	}
+}
