@@ -190,3 +190,29 @@ func finalizersOf(jobs []batchv1.Job) map[string][]string {
 	}
 	return out
 }
+
+// TestJobOfThePreviousReleaseThatLostItsOwnerIsTakenBack: the previous release set no
+// task.example.com/task-uid annotation. An active Job it made (here: the annotation removed, as
+// it would be absent) whose owner reference is then removed by hand is still the attempt the
+// stored status records (by name and UID): the Task must not read it as missing and start a
+// second attempt while it runs, nor release its run-outcome finalizer before its outcome is
+// recorded.
+func TestJobOfThePreviousReleaseThatLostItsOwnerIsTakenBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("upgraded-disowned", withRetries(2), withLabels(testenv.RunSecondsLabel, "8")))
+	e.waitPhase(task.Name, v1.PhaseRunning)
+	job := &e.jobs(task.Name)[0]
+	patch := []byte(`[{"op":"remove","path":"/metadata/annotations/task.example.com~1task-uid"},{"op":"remove","path":"/metadata/ownerReferences"}]`)
+	if err := e.c.Patch(t.Context(), job, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		t.Fatalf("remove the annotation and the owner reference: %v", err)
+	}
+	testenv.Eventually(t, waitTimeout, "the Task's run to end", func(context.Context) (bool, error) {
+		got := e.get(task.Name)
+		return got.Status.Phase == v1.PhaseSucceeded || got.Status.Phase == v1.PhaseFailed || got.Status.Attempts > 1, errors.New(describe(got))
+	})
+	got := e.get(task.Name)
+	if got.Status.Attempts != 1 || got.Status.LastError != "" {
+		t.Errorf("attempts = %d, lastError %q, want 1 and none: the first Job still ran (jobs %v)", got.Status.Attempts, got.Status.LastError, finalizersOf(e.jobs(task.Name)))
+	}
+}
