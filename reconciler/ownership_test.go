@@ -216,3 +216,46 @@ func TestJobOfThePreviousReleaseThatLostItsOwnerIsTakenBack(t *testing.T) {
 		t.Errorf("attempts = %d, lastError %q, want 1 and none: the first Job still ran (jobs %v)", got.Status.Attempts, got.Status.LastError, finalizersOf(e.jobs(task.Name)))
 	}
 }
+
+// TestJobTheTaskNeverMadeIsNotTakenBack: a Job that carries the Task's name label and its
+// task.example.com/task-uid annotation but was never created by the operator (a copy of one of
+// its Jobs saved without its owner reference, or one forged by anyone who may create Jobs in
+// the namespace) under a name none of the Task's runs has. It is not a Job that lost its owner:
+// the Task must leave it alone (not own it, not count it, not delete it with the Task).
+func TestJobTheTaskNeverMadeIsNotTakenBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("copied", func(t *v1.Task) { t.Spec.Suspend = true }))
+	copied := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: e.ns, Name: "copied-rerun",
+			Labels:      map[string]string{v1.LabelTaskName: task.Name, v1.LabelAttempt: "1"},
+			Annotations: map[string]string{v1.AnnotationTaskUID: string(task.UID)},
+		},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
+				},
+			},
+		},
+	}
+	if err := e.c.Create(t.Context(), copied); err != nil {
+		t.Fatalf("create the copy: %v", err)
+	}
+	// The Task's own Job is created after the copy, so the cache that shows it shows the copy.
+	e.update(task.Name, func(t *v1.Task) { t.Spec.Suspend = false })
+	var got *v1.Task
+	testenv.Eventually(t, waitTimeout, "the Task's run to succeed (or the copy to be its run)", func(context.Context) (bool, error) {
+		got = e.get(task.Name)
+		return got.Status.Phase == v1.PhaseSucceeded || (got.Status.LastJob != nil && got.Status.LastJob.Name == copied.Name), errors.New(describe(got))
+	})
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(copied), copied); err != nil {
+		t.Fatalf("get the copy: %v", err)
+	}
+	if len(copied.OwnerReferences) > 0 || got.Status.Phase != v1.PhaseSucceeded {
+		t.Errorf("the Task took a Job it never made: the copy's owners %v; the Task: %s", copied.OwnerReferences, describe(got))
+	}
+}
