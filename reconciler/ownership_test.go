@@ -259,3 +259,44 @@ func TestJobTheTaskNeverMadeIsNotTakenBack(t *testing.T) {
 		t.Errorf("the Task took a Job it never made: the copy's owners %v; the Task: %s", copied.OwnerReferences, describe(got))
 	}
 }
+
+// TestJobOfAnotherGroupsTaskIsNotDeleted: a Job of the run's name controlled by a kind named
+// Task of another API group (another project's CRD; its name is the Task's) is someone else's:
+// the Task reports the taken name and leaves the Job alone, as for any other squatter, instead
+// of deleting it as the Job of an earlier incarnation of itself.
+func TestJobOfAnotherGroupsTaskIsNotDeleted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	squatter := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: e.ns, Name: "namesake-0-1",
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "other.example.org/v1", Kind: v1.Kind, Name: "namesake",
+				UID: "0b7c3e0e-0000-4000-8000-000000000001", Controller: ptr.To(true),
+			}},
+		},
+		Spec: batchv1.JobSpec{
+			Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
+			}},
+		},
+	}
+	if err := e.c.Create(t.Context(), squatter); err != nil {
+		t.Fatalf("create the other group's Job: %v", err)
+	}
+	task := e.create(e.task("namesake"))
+	testenv.Eventually(t, waitTimeout, "the Task to report the taken name or to remove the Job", func(ctx context.Context) (bool, error) {
+		job := &batchv1.Job{}
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(squatter), job); apierrors.IsNotFound(err) || (err == nil && (job.DeletionTimestamp != nil || job.UID != squatter.UID)) {
+			return true, nil
+		}
+		c := meta.FindStatusCondition(e.get(task.Name).Status.Conditions, v1.ConditionStalled)
+		return c != nil && c.Reason == v1.ReasonJobNameTaken, fmt.Errorf("Stalled = %+v", c)
+	})
+	job := &batchv1.Job{}
+	if err := e.c.Get(t.Context(), client.ObjectKeyFromObject(squatter), job); err != nil || job.DeletionTimestamp != nil || job.UID != squatter.UID {
+		t.Errorf("the other group's Job (uid %s) was deleted by the Task: now %q uid %s (get: %v); the Task: %s", squatter.UID, job.Name, job.UID, err, describe(e.get(task.Name)))
+	}
+}
