@@ -1,6 +1,8 @@
 package lossless_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,41 +43,74 @@ func etcdRevision(t *testing.T) int64 {
 }
 
 // TestMainResourceNeverChangesStoredStatus: a replace at v1alpha1 whose body carries a status
-// and a preserved annotation crafted to match it (its fingerprints those of the body, its owner
-// of status.lastJob.name a wrong value) stores, at every revision, the status it had.
+// and a preserved annotation crafted for it stores, at every revision, the status it had. The
+// crafted annotations: the one read with a wrong owner of status.lastJob.name (the status kept,
+// or edited after the read), and one made for a body whose status differs from the stored one
+// (its fingerprints those of the body, its patch giving back the stored v1 status exactly, its
+// owner of status.lastJob.name wrong), so that admission sees the stored status and nothing to
+// decide, while the status the apiserver puts back (the stored one) no longer matches the
+// fingerprint and the wrong owner drops lastJob.uid on the way to storage (#27 item 3).
 func TestMainResourceNeverChangesStoredStatus(t *testing.T) {
 	ns := setUp(t)
-	createFrom(t, ns, "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: kept}\nspec: {runner: {type: Shell, shell: {script: echo}}}\n")
-	kubectl(t, "", "patch", "-n", ns, "tasks.v1.example.com/kept", "--subresource=status", "--type=merge", "-p",
-		`{"status":{"phase":"Running","attempts":1,"lastJob":{"name":"uid-0-1","uid":"uid-1"},"observedGeneration":1}}`)
-	want := storedSince(t, ns, "kept", 0)
-	since := etcdRevision(t)
-
-	read, err := tasks(alpha, ns).Get(t.Context(), "kept", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal([]byte(read.GetAnnotations()[conversion.PreservedAnnotation]), &p); err != nil {
-		t.Fatalf("the annotation read at v1alpha1 is not plain JSON: %v", err)
-	}
-	p["owners"] = obj{"status.lastJob.name": "0000000000000000"}
-	setAnnotation(read, string(mustJSON(p)))
-	for i, variant := range []func(){
-		func() {},
-		func() { read.Object["status"].(obj)["lastJobName"] = "uid-0-2" },
-		func() { read.Object["spec"].(obj)["replicas"] = int64(2) },
+	wrongOwner := obj{"status.lastJob.name": "0000000000000000"}
+	for i, c := range []struct {
+		name string
+		// status edits the v1alpha1 status of the body; hub edits the annotation's status patch
+		// so that it gives back the stored v1 status from the edited one.
+		status, hub func(status obj)
+		// matchBody: the annotation's status fingerprint is the edited body's, not the read one's.
+		matchBody bool
+	}{
+		{name: "status as read, wrong owner", status: func(obj) {}, hub: func(obj) {}},
+		{name: "status edited after the read, wrong owner", status: set("lastJobName", "uid-0-2"), hub: func(obj) {}},
+		{name: "another last Job, annotation made for it", status: set("lastJobName", "uid-0-2"), hub: set("lastJob.name", "uid-0-1"), matchBody: true},
+		{name: "another state, annotation made for it", status: set("state", "Failed"), hub: set("phase", "Running"), matchBody: true},
 	} {
-		variant()
+		name := fmt.Sprintf("kept-%d", i)
+		createFrom(t, ns, "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: "+name+"}\nspec: {runner: {type: Shell, shell: {script: echo}}}\n")
+		kubectl(t, "", "patch", "-n", ns, "tasks.v1.example.com/"+name, "--subresource=status", "--type=merge", "-p",
+			`{"status":{"phase":"Running","attempts":1,"lastJob":{"name":"uid-0-1","uid":"uid-1"},"observedGeneration":1}}`)
+		want := storedSince(t, ns, name, 0)
+		wantStatus := fmt.Sprint(want[len(want)-1]["status"])
+
+		read, err := tasks(alpha, ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p obj
+		if err := json.Unmarshal([]byte(read.GetAnnotations()[conversion.PreservedAnnotation]), &p); err != nil {
+			t.Fatalf("the annotation read at v1alpha1 is not plain JSON: %v", err)
+		}
 		u := read.DeepCopy()
 		u.SetResourceVersion("")
+		status := u.Object["status"].(obj)
+		c.status(status)
+		p["owners"] = wrongOwner
+		patch := p["patch"].(obj)
+		if patch["status"] == nil {
+			patch["status"] = obj{}
+		}
+		c.hub(patch["status"].(obj))
+		if c.matchBody {
+			p["status"] = fingerprintOf(status)
+		}
+		setAnnotation(u, string(mustJSON(p)))
+		since := etcdRevision(t)
 		kubectl(t, string(mustJSON(u.Object)), "replace", "-f", "-")
-		for _, rev := range storedSince(t, ns, "kept", since) {
-			if diff := fmt.Sprint(rev["status"]); diff != fmt.Sprint(want[len(want)-1]["status"]) {
-				t.Errorf("variant %d: revision %v stores status %v, want %v", i, rev["revision"], rev["status"], want[len(want)-1]["status"])
+		for _, rev := range storedSince(t, ns, name, since) {
+			if got := fmt.Sprint(rev["status"]); got != wantStatus {
+				t.Errorf("%s: revision %v stores status %v, want %v", c.name, rev["revision"], got, wantStatus)
 			}
 		}
 	}
+}
+
+// fingerprintOf is the preserved annotation's fingerprint of a decoded JSON value (conversion's
+// fingerprint: the first 16 hex digits of the SHA-256 of its JSON with sorted keys), computed
+// here so that a test can craft an annotation that matches a body.
+func fingerprintOf(v any) string {
+	sum := sha256.Sum256(mustJSON(v))
+	return hex.EncodeToString(sum[:8])
 }
 
 // TestNoOpWriteAtAnOldVersionKeepsGeneration: a patch at v1beta1 that sets suspend: false on a
