@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -55,6 +57,50 @@ func TestClearingManagedFieldsKeepsSpec(t *testing.T) {
 			}
 			if after := specAt(t, ns, name); after != before {
 				t.Errorf("%s, managedFields cleared at %s by dan: spec %s, want %s", c.name, version, after, before)
+			}
+		}
+	}
+}
+
+// TestOldVersionApplyKeepsWhatAnotherManagerOwns: an apply that drops a field keeps, under it,
+// what another manager still owns, at an old version as at v1: dan applies a schedule (at
+// v1beta1, or at v1 for the twin), ops sets its time zone at v1 (apply or patch), dan applies
+// again without the schedule. The time zone ops owns must not vanish: the apply is refused (a
+// schedule needs a cron), or the time zone is kept.
+func TestOldVersionApplyKeepsWhatAnotherManagerOwns(t *testing.T) {
+	ns := setUp(t)
+	for _, version := range []string{hubVersion, beta} {
+		for _, c := range []struct {
+			name string
+			ops  []string
+		}{
+			{"time zone applied by ops", []string{"apply", "--server-side", "--field-manager=ops", "-f", "-"}},
+			{"time zone patched by ops", nil},
+		} {
+			name := fmt.Sprintf("zone-%s-%d", version, len(c.ops))
+			schedule := `,"schedule":"@daily"`
+			if version == hubVersion {
+				schedule = `,"schedule":{"cron":"@daily"}`
+			}
+			manifest := func(schedule string) string {
+				return fmt.Sprintf(`{"apiVersion":"example.com/%s","kind":"Task","metadata":{"name":%q,"namespace":%q},"spec":{"runner":{"type":"Shell","shell":{"script":"echo"}}%s}}`, version, name, ns, schedule)
+			}
+			kubectl(t, manifest(schedule), "apply", "--server-side", "--field-manager=dan", "-f", "-")
+			if c.ops != nil {
+				kubectl(t, fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":%q,"namespace":%q},"spec":{"schedule":{"cron":"@daily","timeZone":"Europe/Paris"}}}`, name, ns), c.ops...)
+			} else {
+				kubectl(t, "", "patch", "-n", ns, "tasks.v1.example.com/"+name, "--field-manager=ops", "--type=merge", "-p", `{"spec":{"schedule":{"timeZone":"Europe/Paris"}}}`)
+			}
+			_, _, err := testenv.Kubectl(t.Context(), cluster.KubeconfigPath, []byte(manifest("")), "apply", "--server-side", "--field-manager=dan", "-f", "-")
+			if err != nil {
+				continue // refused
+			}
+			stored, err := tasks(hubVersion, ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := field(stored.Object, "spec.schedule.timeZone"); got != "Europe/Paris" {
+				t.Errorf("%s: dan's %s apply without the schedule was accepted and left spec.schedule.timeZone %v, want Europe/Paris (ops owns it)", c.name, version, got)
 			}
 		}
 	}
