@@ -81,7 +81,7 @@ func missingJob(task *v1.Task, name string) *observedJob {
 	o := &observedJob{Name: name, Missing: true}
 	if rec := storedRecord(task); rec != nil && rec.job.Name == name {
 		o.Run, o.UID = rec.run, rec.job.UID
-	} else if run, ok := runFromName(task.Name, name); ok {
+	} else if run, ok := runFromAnyName(task.Name, name); ok {
 		o.Run = run
 	} else if run, ok := legacyRunFromName(task.Name, name); ok {
 		o.Run = run

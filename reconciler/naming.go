@@ -80,6 +80,27 @@ func jobName(taskName string, run runID) string {
 // whose labels and annotations were stripped is still recognised; ok is false for any other
 // name (another Task's Job, or one named by an earlier release).
 func runFromName(taskName, name string) (runID, bool) {
+	run, ok := runSuffix(name)
+	if !ok || jobName(taskName, run) != name {
+		return runID{}, false
+	}
+	return run, true
+}
+
+// runFromAnyName is runFromName that also reads the names earlier releases gave the same runs
+// (earlierFitName: 63 characters kept whole, '-' and '.' trimmed off a cut). Those can be
+// another Task's name under the current rule, so it is asked only of a Job already known to be
+// this Task's, or, for one that lost its owner, together with its label and UID.
+func runFromAnyName(taskName, name string) (runID, bool) {
+	run, ok := runSuffix(name)
+	if !ok || (jobName(taskName, run) != name && earlierFitName(taskName, run.nameSuffix(), maxNameLength) != name) {
+		return runID{}, false
+	}
+	return run, true
+}
+
+// runSuffix reads the run off the two numbers a Job name ends in: "-<schedule>-<attempt>".
+func runSuffix(name string) (runID, bool) {
 	rest, attempt, ok := cutNumber(name)
 	if !ok || attempt < 1 || attempt > 1<<31-1 {
 		return runID{}, false
@@ -91,9 +112,6 @@ func runFromName(taskName, name string) (runID, bool) {
 	run := runID{Attempt: int32(attempt)}
 	if sched != 0 {
 		run.Scheduled = time.Unix(sched, 0).UTC()
-	}
-	if jobName(taskName, run) != name {
-		return runID{}, false
 	}
 	return run, true
 }
@@ -114,11 +132,12 @@ func cutNumber(s string) (string, int64, bool) {
 // labelValue is name itself when it fits a label value (63 characters), else a cut of it plus a
 // hash of the whole. Task names may be up to 253 characters. Unlike Job names, label values
 // need not be unique: every reader of the label also checks the Job's controller.
+// Its rule is the one earlier releases labelled their Jobs with, which are never relabelled.
 func labelValue(name string) string {
 	if len(name) <= maxNameLength {
 		return name
 	}
-	return fitName(name, "", maxNameLength)
+	return earlierFitName(name, "", maxNameLength)
 }
 
 // fitName joins base and suffix when the result is shorter than limit; otherwise it is exactly
@@ -137,6 +156,18 @@ func fitName(base, suffix string, limit int) string {
 		cut[i] = '-'
 	}
 	return string(cut) + hash + suffix
+}
+
+// earlierFitName is how releases before the injective rule fitted names: whole up to limit
+// (63 included), else cut, trimmed of '-' and '.', hashed. Jobs they made keep those names,
+// so reading a Job's run from its name accepts both rules; new Jobs get fitName's.
+func earlierFitName(base, suffix string, limit int) string {
+	if len(base)+len(suffix) <= limit {
+		return base + suffix
+	}
+	hash := "-" + shortHash(base)
+	keep := max(1, limit-len(suffix)-len(hash))
+	return strings.TrimRight(base[:min(keep, len(base))], "-.") + hash + suffix
 }
 
 // shortHash is 8 hex digits of the FNV-1a hash of s.
@@ -160,16 +191,16 @@ func legacyRunFromName(taskName, name string) (runID, bool) {
 		return runID{}, false
 	}
 	if last <= legacyAttemptLimit {
-		if fitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
+		if earlierFitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
 			return runID{Attempt: int32(last)}, true
 		}
 		_, sched, ok := cutNumber(rest)
-		if ok && sched > legacyAttemptLimit && fitName(taskName, fmt.Sprintf("-%d-%d", sched, last), maxNameLength) == name {
+		if ok && sched > legacyAttemptLimit && earlierFitName(taskName, fmt.Sprintf("-%d-%d", sched, last), maxNameLength) == name {
 			return runID{Scheduled: time.Unix(sched, 0).UTC(), Attempt: int32(last)}, true
 		}
 		return runID{}, false
 	}
-	if fitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
+	if earlierFitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
 		return runID{Scheduled: time.Unix(last, 0).UTC(), Attempt: 1}, true
 	}
 	return runID{}, false

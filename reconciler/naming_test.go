@@ -177,7 +177,7 @@ func TestLabelValue(t *testing.T) {
 		{"short", "backup", "backup"},
 		{"63", strings.Repeat("c", 63), strings.Repeat("c", 63)},
 		{"64", strings.Repeat("c", 64), strings.Repeat("c", 54) + "-" + shortHash(strings.Repeat("c", 64))},
-		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.Repeat("d.", 26) + "d-" + "-" + shortHash(strings.Repeat("d.", 126)+"e")},
+		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.TrimRight(strings.Repeat("d.", 27), ".") + "-" + shortHash(strings.Repeat("d.", 126)+"e")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -162,7 +162,7 @@ func succeededBeforeDeletion(job *batchv1.Job) bool {
 // annotation instead. A Job that tells neither reads as attempt 0 of a one-shot run, which sorts
 // before every real run.
 func runOfJob(taskName string, job *batchv1.Job) runID {
-	if named, ok := runFromName(taskName, job.Name); ok {
+	if named, ok := runFromAnyName(taskName, job.Name); ok {
 		return named
 	}
 	var r runID
