@@ -207,9 +207,9 @@ func orphansOf(name string, current types.UID, jobs []batchv1.Job) []batchv1.Job
 // of an earlier release that lost its owner says no UID ("", true).
 func incarnationOf(name string, job *batchv1.Job) (types.UID, bool) {
 	if owner := metav1.GetControllerOf(job); owner != nil {
-		return owner.UID, owner.Kind == v1.Kind && owner.Name == name
+		return owner.UID, ownedByTaskNamed(job, name)
 	}
-	if _, ok := runFromName(name, job.Name); !ok {
+	if _, ok := runFromAnyName(name, job.Name); !ok {
 		if _, ok := legacyRunFromName(name, job.Name); !ok {
 			return "", false
 		}

@@ -21,10 +21,43 @@ import (
 // name its UID (taken back), and none other. A Job of a run's name that is someone else's
 // blocks that run until it goes, and the Task says so.
 
-// lostOwner says job has no controller but was created for task (its AnnotationTaskUID): its
-// ownerReference was removed by hand or by a delete with --cascade=orphan.
+// lostOwner says job has no controller but was created for task: its ownerReference was
+// removed by hand or by a delete with --cascade=orphan. It must bear the name of one of the
+// Task's runs, and be the Job the stored status recorded under that name (by UID: how a Job of
+// an earlier release, which has no AnnotationTaskUID, is known) or, where the status recorded
+// none, name the Task's UID in AnnotationTaskUID. A copy of a Job saved without its owner
+// reference is neither.
 func lostOwner(task *v1.Task, job *batchv1.Job) bool {
-	return metav1.GetControllerOf(job) == nil && job.Annotations[v1.AnnotationTaskUID] == string(task.UID)
+	if metav1.GetControllerOf(job) != nil {
+		return false
+	}
+	if _, ok := runFromAnyName(task.Name, job.Name); !ok {
+		return false
+	}
+	if uid := recordedUID(task, job.Name); uid != "" {
+		return uid == job.UID
+	}
+	return job.Annotations[v1.AnnotationTaskUID] == string(task.UID)
+}
+
+// ownedByTaskNamed says job's controller is a Task of this API group called name (any
+// incarnation): a kind called Task in another group is someone else's.
+func ownedByTaskNamed(job metav1.Object, name string) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.Kind == v1.Kind && groupOf(ref.APIVersion) == v1.Group && ref.Name == name
+}
+
+// recordedUID is the UID the stored status recorded for the Job called name, if any.
+func recordedUID(task *v1.Task, name string) types.UID {
+	if rec := task.Status.CurrentRun; rec != nil && rec.Job.Name == name && rec.Job.UID != "" {
+		return rec.Job.UID
+	}
+	for _, ref := range task.Status.ActiveJobs {
+		if ref.Name == name && ref.UID != "" {
+			return ref.UID
+		}
+	}
+	return ""
 }
 
 // adopt gives a Job that lost its owner back to its Task, as the Job controller adopts its
@@ -110,7 +143,7 @@ func (r *Reconciler) tasksOfJob(_ context.Context, obj client.Object) []reconcil
 	}
 	ref := metav1.GetControllerOf(obj)
 	switch {
-	case ref != nil && ref.Kind == v1.Kind && groupOf(ref.APIVersion) == v1.Group:
+	case ref != nil && ownedByTaskNamed(obj, ref.Name):
 		out = append(out, key(ref.Name))
 	case ref == nil && controllerutil.ContainsFinalizer(obj, v1.FinalizerRunOutcome):
 		if name := obj.GetLabels()[v1.LabelTaskName]; name != "" {

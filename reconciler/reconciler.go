@@ -346,8 +346,7 @@ func (r *Reconciler) existingJob(ctx context.Context, task *v1.Task, name string
 	if metav1.IsControlledBy(job, task) {
 		return job, nil
 	}
-	owner := metav1.GetControllerOf(job)
-	if owner == nil || owner.Kind != v1.Kind || owner.Name != task.Name {
+	if !ownedByTaskNamed(job, task.Name) {
 		return nil, nameTaken(job)
 	}
 	if err := r.removeJobFinalizer(ctx, job.Namespace, job.Name); err != nil {
