@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,7 +143,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 	for _, r := range []*record{a.previous, a.rec} {
 		a.recordOutcome(task, stored, r, jobs)
 	}
-	if f := latestSupersededFailure(a.rec, a.previous, jobs, now); f != nil && (a.rec.outcome == v1.RunActive || f.Finished.After(a.rec.finished)) {
+	if f := latestSupersededFailure(a.rec, a.previous, jobs, now); f != nil && !newerOutcome(*f, jobs, stored, a.previous, a.rec) {
 		a.supersededFailure = f
 		a.lastError = f.failure()
 	}
@@ -216,14 +217,24 @@ func latestSupersededFailure(rec, previous *record, jobs []observedJob, now time
 	return latest
 }
 
-// failureTold says the stored status tells j's failure, or something newer: its lastError is
-// j's, the current run finished after j, or another superseded failure finished after j.
-func failureTold(task *v1.Task, stored *record, j observedJob, jobs []observedJob, now time.Time) bool {
-	if task.Status.LastError == j.failure() || (stored.outcome != v1.RunActive && !stored.finished.Before(j.Finished)) {
-		return true
+// newerOutcome says an attempt is known to have ended after j: one of the records (stored, or
+// folded in this reconcile) or any other Job that still tells its outcome. Such an outcome, not
+// j's failure, is what lastError and the Failed condition tell.
+func newerOutcome(j observedJob, jobs []observedJob, records ...*record) bool {
+	for _, r := range records {
+		if r != nil && r.outcome != v1.RunActive && r.finished.After(j.Finished) {
+			return true
+		}
 	}
-	latest := latestSupersededFailure(stored, nil, jobs, now)
-	return latest != nil && latest.Name != j.Name && latest.Finished.After(j.Finished)
+	return slices.ContainsFunc(jobs, func(k observedJob) bool {
+		return k.Name != j.Name && k.State.finished() && !k.Missing && k.Finished.After(j.Finished)
+	})
+}
+
+// failureTold says j's failure no longer needs its Job: the stored lastError tells it, or a
+// newer outcome is known (stored, or held by a Job that keeps its finalizer until it is).
+func failureTold(task *v1.Task, stored *record, j observedJob, jobs []observedJob) bool {
+	return task.Status.LastError == j.failure() || newerOutcome(j, jobs, stored)
 }
 
 // analyzeSchedule parses the schedule and finds the schedule times due.

@@ -147,7 +147,7 @@ func releasable(task *v1.Task, jobs []observedJob, now time.Time) []observedJob 
 		case hasRef(task.Status.ActiveJobs, j.Name):
 		case stored.run.less(j.Run):
 		case stored.run.equal(j.Run) && stored.outcome == v1.RunActive:
-		case supersededFailed(stored, nil, j, now) && !failureTold(task, stored, j, jobs, now):
+		case supersededFailed(stored, nil, j, now) && !failureTold(task, stored, j, jobs):
 		default:
 			out = append(out, j)
 		}
