@@ -1,7 +1,7 @@
 package config_test
 
 // The Helm chart (charts/task-operator) must install what the kustomize overlays install: it is
-// rendered here with the Helm Go SDK (helm.sh/helm/v3, which resolves against this module's
+// rendered here with the Helm Go SDK (helm.sh/helm/v4, which resolves against this module's
 // k8s.io v0.37 without moving any of its versions) and compared object by object, for the
 // default values and for each toggle against the overlay it mirrors.
 
