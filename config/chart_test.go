@@ -93,6 +93,9 @@ func chartImage(t *testing.T, img imageRef) map[string]any {
 
 func withValues(base map[string]any, path string, v any) map[string]any {
 	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
 	keys := strings.Split(path, ".")
 	m := out
 	for _, k := range keys[:len(keys)-1] {

@@ -107,6 +107,14 @@ func TestPrometheusOverlay(t *testing.T) {
 	if len(monitor.Spec.Endpoints) != 1 || monitor.Spec.Endpoints[0].Port != metricsSvc.Spec.Ports[0].Name || monitor.Spec.Endpoints[0].Scheme != "https" {
 		t.Errorf("ServiceMonitor endpoints = %+v, want https on port %q", monitor.Spec.Endpoints, metricsSvc.Spec.Ports[0].Name)
 	}
+	var full serviceMonitor
+	if err := yaml.Unmarshal(objs.find(t, "ServiceMonitor", "task-operator-controller-manager-metrics-monitor").raw, &full); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := full.Spec.Endpoints[0]["bearerTokenFile"]; ok {
+		t.Error("the endpoint uses the deprecated bearerTokenFile")
+	}
+	checkScraperToken(t, append(render(t, "default"), objs...), full.Spec.Endpoints[0])
 	rules := string(objs.find(t, "PrometheusRule", "task-operator-alerts").raw)
 	for _, metric := range []string{"taskoperator_conversion_requests_total", "controller_runtime_reconcile_errors_total", `taskoperator_tasks{phase="Pending"}`, "leader_election_master_status"} {
 		if !strings.Contains(rules, metric) {
