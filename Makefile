@@ -39,6 +39,10 @@ manifests: ## Generate the CRD, RBAC roles and webhook configurations under conf
 	cp config/webhook/manifests.yaml charts/task-operator/files/webhooks.yaml
 	cp config/prometheus/rules.yaml charts/task-operator/files/rules.yaml
 
+.PHONY: chart-docs
+chart-docs: ## Write the Helm chart's README (its values table) from values.yaml and values.schema.json.
+	go run ./hack/chart-docs --chart charts/task-operator
+
 .PHONY: fmt
 fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
