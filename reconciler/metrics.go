@@ -78,6 +78,9 @@ func registerMetrics(mgr manager.Manager) error {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase, eventsDropped,
 			runDuration, tasksByPhase.perTask.runs)
+		for _, o := range runOutcomes {
+			runDuration.WithLabelValues(string(o)) // present before the first run finishes
+		}
 	})
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		reader := client.Reader(mgr.GetCache())
@@ -198,7 +201,7 @@ func (s *taskSeries) observe(k taskKey, outcome v1.RunOutcome, duration time.Dur
 		s.runs.WithLabelValues("", "", string(outcome)).Inc()
 		return
 	}
-	s.tracked[k] = true
+	s.trackLocked(k)
 	s.runs.WithLabelValues(k.namespace, k.name, string(outcome)).Inc()
 	if duration >= 0 {
 		s.lastDurations[k] = duration.Seconds()
@@ -225,6 +228,7 @@ func (s *taskSeries) collect(ch chan<- prometheus.Metric, tasks []v1.Task) {
 		exists[taskKey{sorted[i].Namespace, sorted[i].Name}] = true
 	}
 	s.forgetDeleted(exists)
+	s.track(shown)
 
 	s.mu.Lock()
 	durations := maps.Clone(s.lastDurations)
@@ -247,6 +251,34 @@ func (s *taskSeries) collect(ch chan<- prometheus.Metric, tasks []v1.Task) {
 		}
 	}
 }
+
+// track gives the shown Tasks run counters of their own, at zero for each outcome, while the
+// bound allows: a counter that exists from the start makes rate() and increase() see its
+// first run.
+func (s *taskSeries) track(shown []v1.Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range shown {
+		if len(s.tracked) >= maxTaskSeries {
+			return
+		}
+		s.trackLocked(taskKey{shown[i].Namespace, shown[i].Name})
+	}
+}
+
+// trackLocked gives k its counters, at zero for each outcome, unless it has them; s.mu is held.
+func (s *taskSeries) trackLocked(k taskKey) {
+	if s.tracked[k] {
+		return
+	}
+	s.tracked[k] = true
+	for _, o := range runOutcomes {
+		s.runs.WithLabelValues(k.namespace, k.name, string(o))
+	}
+}
+
+// runOutcomes are the outcomes a finished run has.
+var runOutcomes = []v1.RunOutcome{v1.RunSucceeded, v1.RunFailed}
 
 // forgetDeleted drops the series of Tasks that are gone, so that deleted Tasks do not keep
 // series (and places under the bound) forever.

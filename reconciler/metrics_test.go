@@ -165,7 +165,14 @@ taskoperator_task_series_omitted 0
 	runs := `
 # HELP taskoperator_task_runs_total Finished runs of each Task by outcome (Succeeded, Failed); Tasks beyond the per-Task bound are counted under namespace="", task="".
 # TYPE taskoperator_task_runs_total counter
+taskoperator_task_runs_total{namespace="ns",outcome="Failed",task="a-ok"} 0
+taskoperator_task_runs_total{namespace="ns",outcome="Failed",task="b-failed"} 0
+taskoperator_task_runs_total{namespace="ns",outcome="Failed",task="c-retrying"} 0
+taskoperator_task_runs_total{namespace="ns",outcome="Failed",task="d-suspended"} 0
 taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="a-ok"} 1
+taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="b-failed"} 0
+taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="c-retrying"} 0
+taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="d-suspended"} 0
 `
 	if err := testutil.CollectAndCompare(c.perTask.runs, strings.NewReader(runs)); err != nil {
 		t.Error(err)
@@ -174,8 +181,10 @@ taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="a-ok"} 1
 	t.Run("bounded", func(t *testing.T) {
 		defer func(old int) { maxTaskSeries = old }(maxTaskSeries)
 		maxTaskSeries = 2
+		c.perTask = newTaskSeries()
 		c.perTask.observe(taskKey{"ns", "b-failed"}, v1.RunFailed, time.Second)
-		c.perTask.observe(taskKey{"ns", "c-retrying"}, v1.RunFailed, time.Second) // beyond the bound
+		c.perTask.observe(taskKey{"ns", "c-retrying"}, v1.RunFailed, time.Second)
+		c.perTask.observe(taskKey{"ns", "d-suspended"}, v1.RunFailed, time.Second) // beyond the bound
 		if n := testutil.CollectAndCount(c, "taskoperator_task_failing"); n != 2 {
 			t.Errorf("%d taskoperator_task_failing series, want maxTaskSeries = 2", n)
 		}
@@ -185,6 +194,9 @@ taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="a-ok"} 1
 taskoperator_task_series_omitted 2
 `), "taskoperator_task_series_omitted"); err != nil {
 			t.Error(err)
+		}
+		if n := testutil.CollectAndCount(c.perTask.runs); n != 2*2+1 {
+			t.Errorf("%d run counter series, want 2 outcomes of 2 Tasks and the overflow", n)
 		}
 		if v := testutil.ToFloat64(c.perTask.runs.WithLabelValues("", "", "Failed")); v != 1 {
 			t.Errorf("runs beyond the bound = %v, want 1 under namespace=\"\", task=\"\"", v)
