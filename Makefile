@@ -33,11 +33,12 @@ manifests: ## Generate the CRD, RBAC roles and webhook configurations under conf
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=task-operator-local-role paths=./webhook/local/... output:rbac:artifacts:config=config/local
-	@# The Helm chart templates these generated files (and the alerts) rather than copies of its own.
+	@# The Helm chart templates these generated files (and the alerts and dashboard) rather than copies of its own.
 	cp config/crd/bases/example.com_tasks.yaml charts/task-operator/files/crd.yaml
 	cp config/rbac/role.yaml charts/task-operator/files/role.yaml
 	cp config/webhook/manifests.yaml charts/task-operator/files/webhooks.yaml
 	cp config/prometheus/rules.yaml charts/task-operator/files/rules.yaml
+	cp config/grafana/task-operator-dashboard.json charts/task-operator/files/dashboard.json
 
 .PHONY: chart-docs
 chart-docs: ## Write the Helm chart's README (its values table) from values.yaml and values.schema.json.

@@ -139,6 +139,9 @@ func TestChartMatchesInstaller(t *testing.T) {
 		v := withValues(withValues(base, "metrics.serviceMonitor.enabled", true), "metrics.prometheusRule.enabled", true)
 		sameObjects(t, append(without(installer, "Namespace"), render(t, "prometheus")...), renderChart(t, v))
 	})
+	t.Run("metrics.dashboard.enabled", func(t *testing.T) {
+		sameObjects(t, append(without(installer, "Namespace"), render(t, "grafana")...), renderChart(t, withValues(base, "metrics.dashboard.enabled", true)))
+	})
 	t.Run("networkPolicy.enabled", func(t *testing.T) {
 		sameObjects(t, append(without(installer, "Namespace"), render(t, "network-policy")...), renderChart(t, withValues(base, "networkPolicy.enabled", true)))
 	})
