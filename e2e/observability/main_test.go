@@ -67,7 +67,7 @@ func createTask(ctx context.Context, t *testing.T, ns, name string) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": taskv1.GroupVersion.String(), "kind": taskv1.Kind,
 		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
+		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
 	}}
 	if _, err := dyn.Resource(taskv1.ResourceAt("v1")).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Task %s/%s: %v", ns, name, err)
