@@ -109,13 +109,31 @@ image-push: image-binary ## Build the image and push it to IMG's registry (crede
 docker-build: ## Build the image with a Docker engine instead (Dockerfile).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
+DIST ?= dist
+
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml (config/default) and dist/migration.yaml (config/migration) with the image IMG.
 	hack/overlay.sh $(IMG) config/default .cache/installer/default
 	hack/overlay.sh $(IMG) config/migration .cache/installer/migration
-	mkdir -p dist
-	kubectl kustomize .cache/installer/default > dist/install.yaml
-	kubectl kustomize .cache/installer/migration > dist/migration.yaml
+	mkdir -p $(DIST)
+	kubectl kustomize .cache/installer/default > $(DIST)/install.yaml
+	kubectl kustomize .cache/installer/migration > $(DIST)/migration.yaml
+
+RELEASE_REPO ?= example.com/task-operator
+RELEASE_ARCHES ?= amd64 arm64
+RELEASE_DIR ?= $(CURDIR)/bin/release/$(VERSION)
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+.PHONY: release
+release: ## make release VERSION=vX.Y.Z: the image for RELEASE_ARCHES as an OCI layout and the packaged chart in RELEASE_DIR, dist/install.yaml and dist/migration.yaml, all of that version.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "make release VERSION=vX.Y.Z (got VERSION=$(VERSION))"; exit 1; }
+	for arch in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory image-binary GOARCH=$$arch VERSION=$(VERSION); done
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/release --version $(VERSION) --repo $(RELEASE_REPO) \
+		--arch $(subst $(space),$(comma),$(strip $(RELEASE_ARCHES))) --binaries $(IMAGE_DIR) --revision $(REVISION) --out $(RELEASE_DIR)
+	$(MAKE) --no-print-directory build-installer IMG=$(RELEASE_REPO):$(VERSION) DIST=$(DIST)
+	cp $(DIST)/install.yaml $(DIST)/migration.yaml $(RELEASE_DIR)/
 
 .PHONY: install
 install: ## Install the CRD alone (no conversion webhook: for operators run outside the cluster).
