@@ -1,6 +1,7 @@
 // Command release assembles a release's artifacts from binaries built for each architecture
 // (`make release` builds them): the multi-architecture image as an OCI layout, without a Docker
-// engine, and the Helm chart packaged with the release's version. `make release` also writes
+// engine, an SPDX SBOM of each architecture's binary (its Go modules), and the Helm chart
+// packaged with the release's version. `make release` also writes
 // dist/install.yaml with the release's image.
 package main
 
@@ -95,6 +96,10 @@ func Run(o Options) (Artifacts, error) {
 			return a, fmt.Errorf("image for %s: %w", arch, err)
 		}
 		imgs = append(imgs, img)
+		bin := filepath.Join(o.Binaries, "task-operator-linux-"+arch)
+		if err := writeSBOM(bin, arch, o.Version, o.Created, filepath.Join(o.Out, "sbom-linux-"+arch+".spdx.json")); err != nil {
+			return a, err
+		}
 	}
 	idx, err := image.Index(imgs...)
 	if err != nil {

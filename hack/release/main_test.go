@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +28,16 @@ const version = "v1.2.3-rc.1"
 func TestReleaseArtifactsNameTheVersion(t *testing.T) {
 	bins := t.TempDir()
 	arches := []string{"amd64", "arm64"}
+	self, err := os.Executable() // a Go binary with build information, as the SBOM needs
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, arch := range arches {
-		if err := os.WriteFile(filepath.Join(bins, "task-operator-linux-"+arch), []byte("binary for "+arch), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(bins, "task-operator-linux-"+arch), binary, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,6 +83,23 @@ func TestReleaseArtifactsNameTheVersion(t *testing.T) {
 	}
 	if d, _ := idx.Digest(); d.String() != a.Digest || !strings.Contains(readFile(t, filepath.Join(out, "image.txt")), "@"+a.Digest) {
 		t.Errorf("image.txt does not name the index digest %s", a.Digest)
+	}
+
+	for _, arch := range arches {
+		var sbom struct {
+			SPDXVersion string
+			Name        string
+			Packages    []struct{ Name, VersionInfo string }
+		}
+		if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "sbom-linux-"+arch+".spdx.json"))), &sbom); err != nil {
+			t.Fatal(err)
+		}
+		if sbom.SPDXVersion != "SPDX-2.3" || !strings.Contains(sbom.Name, version) || len(sbom.Packages) < 2 || sbom.Packages[0].VersionInfo != version {
+			t.Errorf("SBOM for %s: %s, %s, %d packages, the first %+v", arch, sbom.SPDXVersion, sbom.Name, len(sbom.Packages), sbom.Packages[0])
+		}
+		if !slices.ContainsFunc(sbom.Packages, func(p struct{ Name, VersionInfo string }) bool { return p.Name == "helm.sh/helm/v4" }) {
+			t.Errorf("SBOM for %s does not list the modules linked in (helm.sh/helm/v4)", arch)
+		}
 	}
 
 	if filepath.Base(a.Chart) != "task-operator-1.2.3-rc.1.tgz" {
