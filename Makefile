@@ -33,11 +33,16 @@ manifests: ## Generate the CRD, RBAC roles and webhook configurations under conf
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=task-operator-local-role paths=./webhook/local/... output:rbac:artifacts:config=config/local
-	@# The Helm chart templates these generated files (and the alerts) rather than copies of its own.
+	@# The Helm chart templates these generated files (and the alerts and dashboard) rather than copies of its own.
 	cp config/crd/bases/example.com_tasks.yaml charts/task-operator/files/crd.yaml
 	cp config/rbac/role.yaml charts/task-operator/files/role.yaml
 	cp config/webhook/manifests.yaml charts/task-operator/files/webhooks.yaml
 	cp config/prometheus/rules.yaml charts/task-operator/files/rules.yaml
+	cp config/grafana/task-operator-dashboard.json charts/task-operator/files/dashboard.json
+
+.PHONY: chart-docs
+chart-docs: ## Write the Helm chart's README (its values table) from values.yaml and values.schema.json.
+	go run ./hack/chart-docs --chart charts/task-operator
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -114,13 +119,31 @@ image-push: image-binary ## Build the image and push it to IMG's registry (crede
 docker-build: ## Build the image with a Docker engine instead (Dockerfile).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
+DIST ?= dist
+
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml (config/default) and dist/migration.yaml (config/migration) with the image IMG.
 	hack/overlay.sh $(IMG) config/default .cache/installer/default
 	hack/overlay.sh $(IMG) config/migration .cache/installer/migration
-	mkdir -p dist
-	kubectl kustomize .cache/installer/default > dist/install.yaml
-	kubectl kustomize .cache/installer/migration > dist/migration.yaml
+	mkdir -p $(DIST)
+	kubectl kustomize .cache/installer/default > $(DIST)/install.yaml
+	kubectl kustomize .cache/installer/migration > $(DIST)/migration.yaml
+
+RELEASE_REPO ?= example.com/task-operator
+RELEASE_ARCHES ?= amd64 arm64
+RELEASE_DIR ?= $(CURDIR)/bin/release/$(VERSION)
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+.PHONY: release
+release: ## make release VERSION=vX.Y.Z: the image for RELEASE_ARCHES as an OCI layout and the packaged chart in RELEASE_DIR, dist/install.yaml and dist/migration.yaml, all of that version.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "make release VERSION=vX.Y.Z (got VERSION=$(VERSION))"; exit 1; }
+	for arch in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory image-binary GOARCH=$$arch VERSION=$(VERSION); done
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/release --version $(VERSION) --repo $(RELEASE_REPO) \
+		--arch $(subst $(space),$(comma),$(strip $(RELEASE_ARCHES))) --binaries $(IMAGE_DIR) --revision $(REVISION) --out $(RELEASE_DIR)
+	$(MAKE) --no-print-directory build-installer IMG=$(RELEASE_REPO):$(VERSION) DIST=$(DIST)
+	cp $(DIST)/install.yaml $(DIST)/migration.yaml $(RELEASE_DIR)/
 
 .PHONY: install
 install: ## Install the CRD alone (no conversion webhook: for operators run outside the cluster).

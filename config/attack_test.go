@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -163,8 +164,8 @@ func renderRelease(t *testing.T, name, ns string, values map[string]any) rendere
 	if err != nil {
 		t.Fatalf("load chart: %v", err)
 	}
-	opts := chartutil.ReleaseOptions{Name: name, Namespace: ns, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
+	opts := common.ReleaseOptions{Name: name, Namespace: ns, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(ch, values, opts, common.DefaultCapabilities)
 	if err != nil {
 		t.Fatalf("chart values: %v", err)
 	}

@@ -1,7 +1,7 @@
 package config_test
 
 // The Helm chart (charts/task-operator) must install what the kustomize overlays install: it is
-// rendered here with the Helm Go SDK (helm.sh/helm/v3, which resolves against this module's
+// rendered here with the Helm Go SDK (helm.sh/helm/v4, which resolves against this module's
 // k8s.io v0.37 without moving any of its versions) and compared object by object, for the
 // default values and for each toggle against the overlay it mirrors.
 
@@ -93,6 +93,9 @@ func chartImage(t *testing.T, img imageRef) map[string]any {
 
 func withValues(base map[string]any, path string, v any) map[string]any {
 	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
 	keys := strings.Split(path, ".")
 	m := out
 	for _, k := range keys[:len(keys)-1] {
@@ -135,6 +138,9 @@ func TestChartMatchesInstaller(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		v := withValues(withValues(base, "metrics.serviceMonitor.enabled", true), "metrics.prometheusRule.enabled", true)
 		sameObjects(t, append(without(installer, "Namespace"), render(t, "prometheus")...), renderChart(t, v))
+	})
+	t.Run("metrics.dashboard.enabled", func(t *testing.T) {
+		sameObjects(t, append(without(installer, "Namespace"), render(t, "grafana")...), renderChart(t, withValues(base, "metrics.dashboard.enabled", true)))
 	})
 	t.Run("networkPolicy.enabled", func(t *testing.T) {
 		sameObjects(t, append(without(installer, "Namespace"), render(t, "network-policy")...), renderChart(t, withValues(base, "networkPolicy.enabled", true)))

@@ -729,6 +729,11 @@ func TestServerDryRun(t *testing.T) {
 	dryRun("config/local", render(t, "local"), all)
 	dryRun("config/samples", render(t, "samples"), all, "--namespace=default")
 
+	// The chart's pod settings, scraper identity and dashboard, which no overlay renders; the
+	// Prometheus Operator's CRDs are not installed here.
+	withEverything := withValues(withValues(podSettings, "metrics.serviceMonitor.enabled", true), "metrics.dashboard.enabled", true)
+	dryRun("helm chart, every value set", renderChart(t, withEverything), func(o object) bool { return o.group() != "monitoring.coreos.com" })
+
 	// The Helm chart, rendered with the Helm SDK, applied for real with server-side apply (as
 	// Helm 4 does), with the network policies on. Its CRD replaces the one from
 	// config/crd/bases, conversion webhook and all.

@@ -107,8 +107,17 @@ func TestPrometheusOverlay(t *testing.T) {
 	if len(monitor.Spec.Endpoints) != 1 || monitor.Spec.Endpoints[0].Port != metricsSvc.Spec.Ports[0].Name || monitor.Spec.Endpoints[0].Scheme != "https" {
 		t.Errorf("ServiceMonitor endpoints = %+v, want https on port %q", monitor.Spec.Endpoints, metricsSvc.Spec.Ports[0].Name)
 	}
+	var full serviceMonitor
+	if err := yaml.Unmarshal(objs.find(t, "ServiceMonitor", "task-operator-controller-manager-metrics-monitor").raw, &full); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := full.Spec.Endpoints[0]["bearerTokenFile"]; ok {
+		t.Error("the endpoint uses the deprecated bearerTokenFile")
+	}
+	checkScraperToken(t, append(render(t, "default"), objs...), full.Spec.Endpoints[0])
 	rules := string(objs.find(t, "PrometheusRule", "task-operator-alerts").raw)
-	for _, metric := range []string{"taskoperator_conversion_requests_total", "controller_runtime_reconcile_errors_total", `taskoperator_tasks{phase="Pending"}`, "leader_election_master_status"} {
+	for _, metric := range []string{"taskoperator_conversion_requests_total", "controller_runtime_reconcile_errors_total", `taskoperator_tasks{phase="Pending"}`, "leader_election_master_status",
+		"taskoperator_task_failing", "taskoperator_task_next_run_timestamp_seconds"} {
 		if !strings.Contains(rules, metric) {
 			t.Errorf("no alert reads %s", metric)
 		}
@@ -154,4 +163,49 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestAlertsLinkRunbooks: every alert has a summary, a severity and a runbook_url whose page
+// exists in docs/runbooks/, and the chart ships the same rules.
+func TestAlertsLinkRunbooks(t *testing.T) {
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string
+					Labels      map[string]string
+					Annotations map[string]string
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "prometheus/rules.yaml")), &rule); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			n++
+			url := r.Annotations["runbook_url"]
+			page, ok := strings.CutPrefix(url, "https://example.com/task-operator/blob/main/")
+			if !ok || !strings.HasPrefix(page, "docs/runbooks/") {
+				t.Errorf("%s: runbook_url %q is not a page of docs/runbooks/", r.Alert, url)
+				continue
+			}
+			if _, err := os.Stat("../" + page); err != nil {
+				t.Errorf("%s: runbook %s: %v", r.Alert, page, err)
+			} else if !strings.Contains(readFile(t, "../"+page), "# "+r.Alert) {
+				t.Errorf("%s: %s is not its runbook", r.Alert, page)
+			}
+			if r.Annotations["summary"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("%s: no summary or severity", r.Alert)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d alerts, want at least the six of docs/runbooks", n)
+	}
+	if readFile(t, "prometheus/rules.yaml") != readFile(t, "../charts/task-operator/files/rules.yaml") {
+		t.Error("charts/task-operator/files/rules.yaml is not config/prometheus/rules.yaml: run make manifests")
+	}
 }

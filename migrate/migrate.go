@@ -128,8 +128,10 @@ func run(ctx context.Context, crds crdStore, storeFor func(schema.GroupVersionRe
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: TargetVersion, Resource: crd.Spec.Names.Plural}
 	m.store = storeFor(gvr)
 
-	if slices.Equal(crd.Status.StoredVersions, []string{TargetVersion}) && !opts.Force && !opts.DryRun {
-		m.note("storedVersions is already [%s]: every Task is stored at %s, nothing to do", TargetVersion, TargetVersion)
+	// A dry run takes the same decision as the real run, so that it reports what the run will do.
+	alreadyMigrated := slices.Equal(crd.Status.StoredVersions, []string{TargetVersion})
+	if alreadyMigrated && !opts.Force {
+		m.note("%sstoredVersions is already [%s]: every Task is stored at %s, nothing to do", dryRunPrefix(opts.DryRun), TargetVersion, TargetVersion)
 		return sum, nil
 	}
 
@@ -149,9 +151,12 @@ func run(ctx context.Context, crds crdStore, storeFor func(schema.GroupVersionRe
 	done := fmt.Sprintf("%d Tasks", m.c.seen.Load())
 	switch {
 	case opts.DryRun:
-		if opts.Namespace != "" {
+		switch {
+		case opts.Namespace != "":
 			m.note("dry run: would rewrite the %s of namespace %q; storedVersions would stay %v (only a migration of all namespaces trims it)", done, opts.Namespace, crd.Status.StoredVersions)
-		} else {
+		case alreadyMigrated:
+			m.note("dry run: would rewrite %s at %s (--force); storedVersions would stay [%s]", done, TargetVersion, TargetVersion)
+		default:
 			m.note("dry run: would rewrite %s at %s and then set storedVersions from %v to [%s]", done, TargetVersion, crd.Status.StoredVersions, TargetVersion)
 		}
 		return sum, nil
@@ -176,6 +181,14 @@ func run(ctx context.Context, crds crdStore, storeFor func(schema.GroupVersionRe
 		return sum, err
 	}
 	return sum, removeCheckpoint(opts.CheckpointFile)
+}
+
+// dryRunPrefix marks the notes of a dry run, which say what the real run would do.
+func dryRunPrefix(dryRun bool) string {
+	if dryRun {
+		return "dry run: "
+	}
+	return ""
 }
 
 // resumeOrStart loads the checkpoint if there is one that belongs to this CRD, namespace and

@@ -116,9 +116,32 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 		t.Errorf("checkpoint left behind: %v", err)
 	}
 
-	// Running again is a no-op.
+	// Running again is a no-op, and a dry run says so first.
+	t.Run("dry run at [v1] says nothing to do", func(t *testing.T) {
+		raw, err := env.rawStored(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		dry, err := migrate.Run(ctx, env.cfg, migrate.Options{DryRun: true, Progress: &out})
+		if err != nil {
+			t.Fatalf("dry run: %v\n%s", err, out.String())
+		}
+		t.Logf("%s", out.String())
+		if dry.Total != 0 || dry.Rewritten != 0 || !strings.Contains(out.String(), "nothing to do") {
+			t.Errorf("dry run at [v1] does not say nothing to do: %+v\n%s", dry, out.String())
+		}
+		for _, bad := range []string{"would rewrite", "would become", "from [v1] to [v1]"} {
+			if strings.Contains(out.String(), bad) {
+				t.Errorf("dry run at [v1] says %q:\n%s", bad, out.String())
+			}
+		}
+		if after, err := env.rawStored(ctx); err != nil || !maps.Equal(raw, after) {
+			t.Errorf("dry run changed etcd (%v)", err)
+		}
+	})
 	sum, err = migrate.Run(ctx, env.cfg, migrate.Options{})
-	if err != nil || sum.Total != 0 || len(sum.Notes) == 0 {
+	if err != nil || sum.Total != 0 || len(sum.Notes) == 0 || !strings.Contains(sum.String(), "nothing to do") {
 		t.Errorf("second run: %v, %+v", err, sum)
 	}
 }

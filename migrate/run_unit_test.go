@@ -401,6 +401,50 @@ func TestAlreadyMigratedDoesNothingUnlessForced(t *testing.T) {
 	}
 }
 
+// A dry run says what the real run with the same options will do: nothing at [v1] unless forced.
+func TestDryRunAtV1SaysWhatTheRunWillDo(t *testing.T) {
+	tests := []struct {
+		name          string
+		force         bool
+		wantRewritten int
+		wantText      []string
+		wantNotText   []string
+	}{
+		{name: "nothing to do", wantText: []string{"nothing to do", "storedVersions: [v1] (would stay)"},
+			wantNotText: []string{"would rewrite", "would become", "to [v1]"}},
+		{name: "forced", force: true, wantRewritten: 10, wantText: []string{"would rewrite 10 Tasks", "would stay [v1]"},
+			wantNotText: []string{"nothing to do", "from [v1] to [v1]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			crds := newFakeCRD("v1", "v1")
+			tasks := newFakeTasks([]string{"ns"}, 10, "v1")
+			dry, err := runFake(t.Context(), crds, tasks, Options{DryRun: true, Force: tt.force})
+			if err != nil || tasks.updates != 0 || crds.statusWrites != 0 {
+				t.Fatalf("dry run: %v, %d updates, %d CRD status writes", err, tasks.updates, crds.statusWrites)
+			}
+			ran, err := runFake(t.Context(), crds, tasks, Options{Force: tt.force})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dry.Rewritten != tt.wantRewritten || ran.Rewritten != dry.Rewritten || ran.Total != dry.Total {
+				t.Errorf("dry run would rewrite %d of %d, the run rewrote %d of %d, want %d", dry.Rewritten, dry.Total, ran.Rewritten, ran.Total, tt.wantRewritten)
+			}
+			text := dry.String()
+			for _, want := range tt.wantText {
+				if !strings.Contains(text, want) {
+					t.Errorf("dry-run summary lacks %q:\n%s", want, text)
+				}
+			}
+			for _, bad := range tt.wantNotText {
+				if strings.Contains(text, bad) {
+					t.Errorf("dry-run summary says %q:\n%s", bad, text)
+				}
+			}
+		})
+	}
+}
+
 func TestQPSLimitsRewrites(t *testing.T) {
 	crds := newFakeCRD("v1", "v1alpha1", "v1")
 	tasks := newFakeTasks([]string{"ns"}, 21, "v1alpha1")

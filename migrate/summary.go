@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -78,8 +79,12 @@ func (s Summary) String() string {
 	switch {
 	case s.Trimmed:
 		fmt.Fprintf(&b, "storedVersions: %v -> %v\n", s.StoredVersionsBefore, s.StoredVersionsAfter)
+	case s.DryRun && slices.Equal(s.StoredVersionsBefore, []string{TargetVersion}):
+		fmt.Fprintf(&b, "storedVersions: %v (would stay)\n", s.StoredVersionsBefore)
 	case s.DryRun:
 		fmt.Fprintf(&b, "storedVersions: %v (would become [%s])\n", s.StoredVersionsBefore, TargetVersion)
+	case slices.Equal(s.StoredVersionsAfter, []string{TargetVersion}):
+		fmt.Fprintf(&b, "storedVersions: %v (already)\n", s.StoredVersionsAfter)
 	default:
 		fmt.Fprintf(&b, "storedVersions: %v (not trimmed)\n", s.StoredVersionsAfter)
 	}

@@ -1,7 +1,10 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +46,26 @@ var (
 		metricsPrefix+"tasks",
 		"Tasks by phase, counted from the controller's cache at scrape time.",
 		[]string{"phase"}, nil,
-	)}
+	), perTask: newTaskSeries()}
+
+	// runDuration has no Task label: a histogram's buckets per Task would multiply the
+	// series; the per-Task view is taskoperator_task_last_run_duration_seconds.
+	runDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    metricsPrefix + "run_duration_seconds",
+		Help:    "Duration of finished Task runs (the latest attempt's Job, start to finish), by outcome.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600},
+	}, []string{"outcome"})
 )
+
+// maxTaskSeries bounds the Tasks that get series of their own (taskoperator_task_*): a
+// cluster with more Tasks than that would otherwise cost Prometheus a few series per Task
+// forever. The Tasks beyond it, in namespace/name order, are left out of the per-Task gauges
+// (taskoperator_task_series_omitted says how many) and their runs are counted under
+// namespace="", task="" in taskoperator_task_runs_total. The series of a deleted Task are
+// dropped at the next scrape.
+var maxTaskSeries = 1000
+
+var taskLabels = []string{"namespace", "task"}
 
 var registerOnce sync.Once
 
@@ -55,7 +76,11 @@ var registerOnce sync.Once
 // starts it only on the leader, or at once when leader election is off.
 func registerMetrics(mgr manager.Manager) error {
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase, eventsDropped)
+		metrics.Registry.MustRegister(runsStarted, runsSucceeded, runsFailed, retries, jobCreationErrors, tasksByPhase, eventsDropped,
+			runDuration, tasksByPhase.perTask.runs)
+		for _, o := range runOutcomes {
+			runDuration.WithLabelValues(string(o)) // present before the first run finishes
+		}
 	})
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		reader := client.Reader(mgr.GetCache())
@@ -66,20 +91,25 @@ func registerMetrics(mgr manager.Manager) error {
 	}))
 }
 
-// phaseCollector counts Tasks by phase when scraped. Counting the cache at scrape time, rather
-// than moving a gauge on each transition, cannot drift or count a Task twice, and it is right
-// after a restart.
+// phaseCollector counts Tasks by phase when scraped, and reports the per-Task gauges from the
+// same list. Counting the cache at scrape time, rather than moving a gauge on each transition,
+// cannot drift or count a Task twice, and it is right after a restart.
 type phaseCollector struct {
-	desc   *prometheus.Desc
-	reader atomic.Pointer[client.Reader]
+	desc    *prometheus.Desc
+	reader  atomic.Pointer[client.Reader]
+	perTask *taskSeries
 }
 
+// allPhases is every value of the CRD's status.phase enum (TestAllPhasesAreTheCRDs).
 var allPhases = []v1.Phase{
-	v1.PhasePending, v1.PhaseRunning, v1.PhaseRetrying, v1.PhaseScheduled,
+	v1.PhasePending, v1.PhaseQueued, v1.PhaseRunning, v1.PhaseRetrying, v1.PhaseScheduled,
 	v1.PhaseSuspended, v1.PhaseSucceeded, v1.PhaseFailed,
 }
 
-func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	c.perTask.describe(ch)
+}
 
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	r := c.reader.Load()
@@ -95,6 +125,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	for phase, n := range countPhases(tasks.Items) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(phase))
 	}
+	c.perTask.collect(ch, tasks.Items)
 }
 
 // countPhases counts tasks by phase, with every phase present; a Task not yet reconciled
@@ -112,4 +143,190 @@ func countPhases(tasks []v1.Task) map[v1.Phase]int {
 		counts[p]++
 	}
 	return counts
+}
+
+// taskSeries are the per-Task series, bounded by maxTaskSeries: gauges computed from the
+// Tasks' status at scrape time, and the run counter, fed by observeRunFinished.
+type taskSeries struct {
+	failing, nextRun, lastSuccess, lastDuration, omitted *prometheus.Desc
+	runs                                                 *prometheus.CounterVec
+
+	mu sync.Mutex
+	// tracked are the Tasks that have series of their own in runs, by namespace/name.
+	tracked map[taskKey]bool
+	// lastDurations are the latest run durations observeRunFinished saw.
+	lastDurations map[taskKey]float64
+}
+
+type taskKey struct{ namespace, name string }
+
+func newTaskSeries() *taskSeries {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(metricsPrefix+name, help, labels, nil)
+	}
+	return &taskSeries{
+		failing: desc("task_failing",
+			"1 while the Task's current run has failed for good (no retry left), 0 otherwise.", taskLabels...),
+		nextRun: desc("task_next_run_timestamp_seconds",
+			"When the Task's next scheduled run or retry is due (Unix time); absent when none is, or while it is suspended.", taskLabels...),
+		lastSuccess: desc("task_last_success_timestamp_seconds",
+			"When the Task's latest run finished, if it succeeded (Unix time); absent otherwise.", taskLabels...),
+		lastDuration: desc("task_last_run_duration_seconds",
+			"Duration of the Task's latest finished run seen by this process.", taskLabels...),
+		omitted: desc("task_series_omitted",
+			"Tasks left out of the per-Task series because there are more than the bound (maxTaskSeries)."),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricsPrefix + "task_runs_total",
+			Help: "Finished runs of each Task by outcome (Succeeded, Failed); Tasks beyond the per-Task bound are counted under namespace=\"\", task=\"\".",
+		}, append(slices.Clone(taskLabels), "outcome")),
+		tracked:       map[taskKey]bool{},
+		lastDurations: map[taskKey]float64{},
+	}
+}
+
+// observeRunFinished counts a run of task that finished with outcome (v1.RunSucceeded or
+// v1.RunFailed) after taking duration. The reconciler calls it once per run, where it records
+// the run's Succeeded or RunFailed Event (after the status that says so is stored).
+func observeRunFinished(task *v1.Task, outcome v1.RunOutcome, duration time.Duration) {
+	tasksByPhase.perTask.observe(taskKey{task.Namespace, task.Name}, outcome, duration)
+	if duration >= 0 {
+		runDuration.WithLabelValues(string(outcome)).Observe(duration.Seconds())
+	}
+}
+
+func (s *taskSeries) observe(k taskKey, outcome v1.RunOutcome, duration time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tracked[k] && len(s.tracked) >= maxTaskSeries {
+		s.runs.WithLabelValues("", "", string(outcome)).Inc()
+		return
+	}
+	s.trackLocked(k)
+	s.runs.WithLabelValues(k.namespace, k.name, string(outcome)).Inc()
+	if duration >= 0 {
+		s.lastDurations[k] = duration.Seconds()
+	}
+}
+
+func (s *taskSeries) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{s.failing, s.nextRun, s.lastSuccess, s.lastDuration, s.omitted} {
+		ch <- d
+	}
+}
+
+// collect reports the gauges of the first maxTaskSeries tasks in namespace/name order, and
+// forgets the run counts of Tasks that no longer exist.
+func (s *taskSeries) collect(ch chan<- prometheus.Metric, tasks []v1.Task) {
+	sorted := slices.Clone(tasks)
+	slices.SortFunc(sorted, func(a, b v1.Task) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	shown := sorted[:min(len(sorted), maxTaskSeries)]
+	ch <- prometheus.MustNewConstMetric(s.omitted, prometheus.GaugeValue, float64(len(sorted)-len(shown)))
+	exists := make(map[taskKey]bool, len(sorted))
+	for i := range sorted {
+		exists[taskKey{sorted[i].Namespace, sorted[i].Name}] = true
+	}
+	s.forgetDeleted(exists)
+	s.track(shown)
+
+	s.mu.Lock()
+	durations := maps.Clone(s.lastDurations)
+	s.mu.Unlock()
+	for i := range shown {
+		t := &shown[i]
+		k := taskKey{t.Namespace, t.Name}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, t.Namespace, t.Name)
+		}
+		gauge(s.failing, boolValue(failedForGood(t)))
+		if at, ok := dueRunTime(t); ok {
+			gauge(s.nextRun, unixSeconds(at))
+		}
+		if at, ok := lastSuccessTime(t); ok {
+			gauge(s.lastSuccess, unixSeconds(at))
+		}
+		if d, ok := durations[k]; ok {
+			gauge(s.lastDuration, d)
+		}
+	}
+}
+
+// track gives the shown Tasks run counters of their own, at zero for each outcome, while the
+// bound allows: a counter that exists from the start makes rate() and increase() see its
+// first run.
+func (s *taskSeries) track(shown []v1.Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range shown {
+		if len(s.tracked) >= maxTaskSeries {
+			return
+		}
+		s.trackLocked(taskKey{shown[i].Namespace, shown[i].Name})
+	}
+}
+
+// trackLocked gives k its counters, at zero for each outcome, unless it has them; s.mu is held.
+func (s *taskSeries) trackLocked(k taskKey) {
+	if s.tracked[k] {
+		return
+	}
+	s.tracked[k] = true
+	for _, o := range runOutcomes {
+		s.runs.WithLabelValues(k.namespace, k.name, string(o))
+	}
+}
+
+// runOutcomes are the outcomes a finished run has.
+var runOutcomes = []v1.RunOutcome{v1.RunSucceeded, v1.RunFailed}
+
+// forgetDeleted drops the series of Tasks that are gone, so that deleted Tasks do not keep
+// series (and places under the bound) forever.
+func (s *taskSeries) forgetDeleted(exists map[taskKey]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.tracked {
+		if !exists[k] {
+			s.runs.DeletePartialMatch(prometheus.Labels{"namespace": k.namespace, "task": k.name})
+			delete(s.tracked, k)
+			delete(s.lastDurations, k)
+		}
+	}
+}
+
+// failedForGood: the current run failed and no retry is due.
+func failedForGood(t *v1.Task) bool {
+	if t.Status.Phase == v1.PhaseFailed {
+		return true
+	}
+	r := t.Status.CurrentRun
+	return r != nil && r.Outcome == v1.RunFailed && r.RetryTime == nil
+}
+
+func dueRunTime(t *v1.Task) (time.Time, bool) {
+	if t.Spec.Suspend || t.Status.NextRunTime == nil {
+		return time.Time{}, false
+	}
+	return t.Status.NextRunTime.Time, true
+}
+
+// lastSuccessTime is when the latest run finished, if it succeeded. (Once the status records
+// the last successful run whatever came after, this should read that.)
+func lastSuccessTime(t *v1.Task) (time.Time, bool) {
+	if r := t.Status.CurrentRun; r != nil && r.Outcome == v1.RunSucceeded && r.FinishTime != nil {
+		return r.FinishTime.Time, true
+	}
+	if t.Status.Phase == v1.PhaseSucceeded && t.Status.CompletionTime != nil {
+		return t.Status.CompletionTime.Time, true
+	}
+	return time.Time{}, false
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

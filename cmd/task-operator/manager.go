@@ -166,7 +166,9 @@ func runManager(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	// The certificate rotator logs expected states as errors on every start; see
+	// cert.QuietExpectedErrors.
+	ctrl.SetLogger(cert.QuietExpectedErrors(zap.New(zap.UseFlagOptions(&f.zap))))
 	var stop shutdown
 	ctx := stop.context(signals(), f.shutdownDelay, ctrl.Log.WithName("shutdown"))
 	if err := startManager(ctx, f, &stop); err != nil {
