@@ -12,6 +12,9 @@ import (
 // eventSpec is one Event to record on the Task.
 type eventSpec struct {
 	Type, Reason, Action, Note string
+	// ran is how long the attempt an outcome Event tells of ran (creation to finish of its
+	// Job), for the run-duration metrics; negative when not known.
+	ran time.Duration
 }
 
 func normal(reason, action, note string) eventSpec {
@@ -34,15 +37,15 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		j := findJob(jobs, ref.Name)
 		switch {
 		case j == nil:
-			out = append(out, warning(v1.EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before its outcome was recorded", ref.Name)))
+			out = append(out, ranFor(warning(v1.EventRunFailed, "Fail", fmt.Sprintf("Job %s disappeared before its outcome was recorded", ref.Name)), nil))
 		case j.State == jobSucceeded:
-			out = append(out, normal(v1.EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)))
+			out = append(out, ranFor(normal(v1.EventSucceeded, "Complete", fmt.Sprintf("Job %s succeeded", j.Name)), j))
 		case j.Replaced:
 			// Told when it was replaced.
 		case j.State == jobActive && !j.gone():
 			// Still running, and no longer listed: cannot happen; say nothing rather than lie.
 		default:
-			out = append(out, warning(v1.EventRunFailed, "Fail", j.failure()))
+			out = append(out, ranFor(warning(v1.EventRunFailed, "Fail", j.failure()), j))
 			if isCurrent(next, j) && !canRetry(task, j.Run.Attempt) {
 				out = append(out, warning(v1.EventRetriesExhausted, "Fail",
 					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, v1.MaxRetriesOf(task))))
@@ -57,6 +60,15 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		out = append(out, warning(v1.EventRetriesExhausted, "Fail", next.LastError))
 	}
 	return out
+}
+
+// ranFor sets how long j ran on its outcome Event e; unknown without j or its times.
+func ranFor(e eventSpec, j *observedJob) eventSpec {
+	e.ran = -1
+	if j != nil && !j.Created.IsZero() && !j.Finished.Before(j.Created) {
+		e.ran = j.Finished.Sub(j.Created)
+	}
+	return e
 }
 
 // isCurrent says j is the latest attempt of the current run in status st.

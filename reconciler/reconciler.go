@@ -440,8 +440,10 @@ func (r *Reconciler) tell(s *scope) {
 		switch e.Reason {
 		case v1.EventSucceeded:
 			runsSucceeded.Inc()
+			observeRunFinished(s.task, v1.RunSucceeded, e.ran)
 		case v1.EventRunFailed:
 			runsFailed.Inc()
+			observeRunFinished(s.task, v1.RunFailed, e.ran)
 		}
 	}
 }
