@@ -60,10 +60,13 @@
 //
 //   - The cache holds only Jobs labelled v1.LabelTaskName: a Job without it that holds a run's
 //     name sends no event when deleted, so the Task looks again every nameTakenPollInterval.
-//   - A Job of an earlier release (no v1.AnnotationTaskUID) that lost its owner reference is
-//     not taken back: its attempt reads as missing. An earlier release kept names of exactly 63
-//     characters whole; such a Job is still read by its labels, and the next attempt gets a name
-//     of the new form.
+//   - A Job that lost its owner reference is taken back only under one of the Task's run names,
+//     as the Job the status recorded (by UID) or, where none is recorded, with the Task's UID in
+//     v1.AnnotationTaskUID. An earlier release's Job the status no longer records (an older
+//     attempt) is not taken back: its finalizer is released. Earlier releases kept names of
+//     exactly 63 characters whole and trimmed a cut's '-' and '.': such Jobs are still read
+//     (runFromAnyName, labelValue keeps their rule), and the next attempt gets a name of the
+//     new form.
 //   - A status record cleared by a client with tasks/status rights after the run's Jobs are gone
 //     cannot be told from a Task that never ran: that run runs again.
 //   - A queued Job's spec.suspend is Kueue's: suspending the Task stops new runs, not one
