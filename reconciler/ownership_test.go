@@ -49,16 +49,8 @@ func TestTaskWithJobControllerLabelsRuns(t *testing.T) {
 func TestJobNameTakenIsReportedUntilDeleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	squatter := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "squatted-0-1"},
-		Spec: batchv1.JobSpec{
-			Suspend: ptr.To(true),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
-			}},
-		},
-	}
+	squatter := foreignJob(e.ns, "squatted-0-1", nil, nil)
+	squatter.Spec.Suspend = ptr.To(true)
 	if err := e.c.Create(t.Context(), squatter); err != nil {
 		t.Fatalf("create the squatter: %v", err)
 	}
@@ -175,6 +167,23 @@ func TestClearedCurrentRunIsRebuiltFromItsJob(t *testing.T) {
 	}
 }
 
+// foreignJob is a Job the operator did not make: a person's, with the labels and annotations
+// given; its pods end as labels says (testenv.OutcomeLabel).
+func foreignJob(namespace, name string, labels, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
+				},
+			},
+		},
+	}
+}
+
 func ownersOf(jobs []batchv1.Job) map[string][]metav1.OwnerReference {
 	out := map[string][]metav1.OwnerReference{}
 	for _, j := range jobs {
@@ -226,22 +235,9 @@ func TestJobTheTaskNeverMadeIsNotTakenBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	task := e.create(e.task("copied", func(t *v1.Task) { t.Spec.Suspend = true }))
-	copied := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: e.ns, Name: "copied-rerun",
-			Labels:      map[string]string{v1.LabelTaskName: task.Name, v1.LabelAttempt: "1"},
-			Annotations: map[string]string{v1.AnnotationTaskUID: string(task.UID)},
-		},
-		Spec: batchv1.JobSpec{
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
-				},
-			},
-		},
-	}
+	copied := foreignJob(e.ns, "copied-rerun",
+		map[string]string{v1.LabelTaskName: task.Name, v1.LabelAttempt: "1"},
+		map[string]string{v1.AnnotationTaskUID: string(task.UID)})
 	if err := e.c.Create(t.Context(), copied); err != nil {
 		t.Fatalf("create the copy: %v", err)
 	}
@@ -267,22 +263,12 @@ func TestJobTheTaskNeverMadeIsNotTakenBack(t *testing.T) {
 func TestJobOfAnotherGroupsTaskIsNotDeleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	squatter := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: e.ns, Name: "namesake-0-1",
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "other.example.org/v1", Kind: v1.Kind, Name: "namesake",
-				UID: "0b7c3e0e-0000-4000-8000-000000000001", Controller: ptr.To(true),
-			}},
-		},
-		Spec: batchv1.JobSpec{
-			Suspend: ptr.To(true),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
-			}},
-		},
-	}
+	squatter := foreignJob(e.ns, "namesake-0-1", nil, nil)
+	squatter.Spec.Suspend = ptr.To(true)
+	squatter.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "other.example.org/v1", Kind: v1.Kind, Name: "namesake",
+		UID: "0b7c3e0e-0000-4000-8000-000000000001", Controller: ptr.To(true),
+	}}
 	if err := e.c.Create(t.Context(), squatter); err != nil {
 		t.Fatalf("create the other group's Job: %v", err)
 	}

@@ -107,15 +107,14 @@ func (cp *ControlPlane) StoredObjects(ctx context.Context, prefix string) ([]Sto
 // EtcdCompact compacts etcd at its current revision, which expires every continue token the
 // apiserver issued so far, and returns that revision.
 func (cp *ControlPlane) EtcdCompact(ctx context.Context) (int64, error) {
+	rev, err := cp.EtcdRevision(ctx)
+	if err != nil {
+		return 0, err
+	}
 	c, err := cp.Etcd()
 	if err != nil {
 		return 0, err
 	}
-	resp, err := c.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return 0, fmt.Errorf("etcd revision: %w", err)
-	}
-	rev := resp.Header.Revision
 	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		return 0, fmt.Errorf("etcd compact at %d: %w", rev, err)
 	}
