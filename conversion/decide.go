@@ -52,6 +52,9 @@ func Decide(w Write) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := keepsOthersContainers(w, b); err != nil {
+			return nil, err
+		}
 		replaceBody(result, b)
 	}
 	if w.Status {
@@ -102,6 +105,53 @@ func decideHidden(w Write) (body, error) {
 		b["spec"] = deepCopy(w.OldObject["spec"])
 	}
 	return b, nil
+}
+
+// keepsOthersContainers refuses an apply at an old version that removes a container the
+// version decides (a v1beta1 schedule) while another manager owns a field in it: the version
+// has nowhere to keep that field, and at v1 the same apply keeps it (and is refused when what
+// is left is invalid, a schedule without a cron). Ownership is read off the stored object: by
+// admission the apiserver has dropped the entries of fields the conversion lost. Updates
+// remove it as at v1.
+func keepsOthersContainers(w Write, decided body) error {
+	if w.Create || w.Status || !hasApplyEntry(w.Object, w.FieldManager, "") {
+		return nil
+	}
+	entries, ok := managedFieldsOf(w.OldObject)
+	if !ok {
+		return nil
+	}
+	for _, c := range spokes[w.Version].rules.containers {
+		if _, had := lookup(w.OldObject, c); !had {
+			continue
+		}
+		if _, kept := lookup(decided, c); kept {
+			continue
+		}
+		for _, e := range entries {
+			if e.Manager == w.FieldManager || e.Subresource != "" {
+				continue
+			}
+			if set, err := HubFieldSet(e); err == nil && ownsBelow(set, c) {
+				return fmt.Errorf("%s: %s: an apply at %s cannot remove it while field manager %q owns fields in it that %s cannot express; apply without them at %s, or have %q release them",
+					nameOf(w.Object), c, w.Version, e.Manager, w.Version, hubVersion, e.Manager)
+			}
+		}
+	}
+	return nil
+}
+
+// ownsBelow says set holds a field strictly below the object at p.
+func ownsBelow(set *fieldpath.Set, p path) bool {
+	keys := p.keys()
+	found := false
+	set.Iterate(func(fp fieldpath.Path) {
+		names := fieldNames(fp)
+		if len(names) > len(keys) && slices.Equal(names[:len(keys)], keys) {
+			found = true
+		}
+	})
+	return found
 }
 
 // replaceBody sets obj's spec and status to b's.

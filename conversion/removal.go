@@ -41,7 +41,9 @@ func droppedByApply(w Write, part string) []fieldpath.Path {
 		subresource = "status"
 	}
 	before, ok := applySet(w.OldObject, w.FieldManager, subresource)
-	if !ok || before.Empty() {
+	if !ok || before.Empty() || !hasApplyEntry(w.Object, w.FieldManager, subresource) {
+		// Not an apply by that manager: one that clears managedFields (the documented reset)
+		// or writes by patch or update changes no field by what its entries stop owning.
 		return nil
 	}
 	entries, ok := managedFieldsOf(w.Object)
@@ -82,6 +84,15 @@ func applySet(obj map[string]any, manager, subresource string) (*fieldpath.Set, 
 		return set, err == nil
 	}
 	return &fieldpath.Set{}, true
+}
+
+// hasApplyEntry says manager has an Apply entry (for subresource) in obj: after a server-side
+// apply, the applier always has one.
+func hasApplyEntry(obj map[string]any, manager, subresource string) bool {
+	entries, _ := managedFieldsOf(obj)
+	return slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == subresource
+	})
 }
 
 // managedFieldsOf decodes obj's metadata.managedFields.
