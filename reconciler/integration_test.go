@@ -146,9 +146,12 @@ func TestRetriesExhausted(t *testing.T) {
 		t.Errorf("Failed condition = %+v", c)
 	}
 	wantKstatus(t, got, kstatus.FailedStatus)
-	if !strings.Contains(got.Status.LastError, "BackoffLimitExceeded") {
-		t.Errorf("lastError = %q", got.Status.LastError)
+	// The pod failure policy's FailJob rule names the container, pod and exit code.
+	if want := "Job doomed-0-3 failed: PodFailurePolicy: Container task for pod " + e.ns + "/doomed-0-3-"; !strings.HasPrefix(got.Status.LastError, want) ||
+		!strings.Contains(got.Status.LastError, " failed with exit code 1 ") {
+		t.Errorf("lastError = %q, want the exit code 1 of the pod of doomed-0-3", got.Status.LastError)
 	}
+	t.Logf("lastError = %q", got.Status.LastError)
 	var names []string
 	for _, j := range e.jobs(task.Name) {
 		names = append(names, j.Name)

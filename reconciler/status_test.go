@@ -87,7 +87,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "first attempt failed: retry after the initial backoff",
 			task: newTask(),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150)},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "BackoffLimitExceeded", run: retrying(0, 1, 150, 151),
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "failed with exit code 1", run: retrying(0, 1, 150, 151),
 				conditions: oneShotConds("Retrying")},
 		},
 		{
@@ -100,7 +100,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "retries exhausted",
 			task: newTask(withStatus(v1.TaskStatus{Attempts: 2, CurrentRun: run(0, 2, v1.RunFailed, 250)})),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250), oneShotJob(3, jobFailed, 350)},
-			want: wantStatus{phase: v1.PhaseFailed, attempts: 3, lastJob: j3, completion: mtime(350), lastError: "Job t-0-3 failed: BackoffLimitExceeded", run: run(0, 3, v1.RunFailed, 350),
+			want: wantStatus{phase: v1.PhaseFailed, attempts: 3, lastJob: j3, completion: mtime(350), lastError: "Job t-0-3 failed: PodFailurePolicy: Container task for pod default/t-0-3-x7k2p failed with exit code 1", run: run(0, 3, v1.RunFailed, 350),
 				conditions: map[string]string{"Ready": "False/RetriesExhausted", "Progressing": "False/RetriesExhausted", "Succeeded": "False/RetriesExhausted", "Failed": "True/RetriesExhausted",
 					"Reconciling": "False/RetriesExhausted", "Stalled": "True/RetriesExhausted"}},
 		},
@@ -298,7 +298,7 @@ func TestComputeStatus(t *testing.T) {
 			task: newTask(scheduled(v1.AllowConcurrent)),
 			jobs: []observedJob{schedJob(60, 1, jobFailed, 70)},
 			now:  70,
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "BackoffLimitExceeded", since: mtime(0),
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "failed with exit code 1", since: mtime(0),
 				conditions: map[string]string{"Ready": "True/Healthy", "Reconciling": "False/AsExpected"}},
 		},
 		{
