@@ -40,6 +40,11 @@ func TestSuccess(t *testing.T) {
 		st.LastError != "" || st.NextRunTime != nil || len(st.ActiveJobs) != 0 || st.ObservedGeneration != got.Generation {
 		t.Errorf("status: %+v", st)
 	}
+	// The Job's completion time, to the second the API keeps.
+	if jobs := e.jobs(task.Name); len(jobs) != 1 || jobs[0].Status.CompletionTime == nil || st.LastSuccessfulTime == nil ||
+		!st.LastSuccessfulTime.Equal(jobs[0].Status.CompletionTime) {
+		t.Errorf("lastSuccessfulTime = %v, want the completion time of its one Job", st.LastSuccessfulTime)
+	}
 	for _, typ := range []string{v1.ConditionSucceeded, v1.ConditionReady} {
 		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
 			t.Errorf("condition %s = %+v, want True at generation %d", typ, c, got.Generation)

@@ -489,6 +489,58 @@ func TestComputeStatus(t *testing.T) {
 	}
 }
 
+// TestLastSuccessfulTime pins status.lastSuccessfulTime: the finish of the latest succeeded
+// attempt, whichever Job or record tells it, kept through later failures and Jobs that are gone.
+func TestLastSuccessfulTime(t *testing.T) {
+	tests := []struct {
+		name string
+		task *v1.Task
+		jobs []observedJob
+		want *metav1.Time
+	}{
+		{name: "no run yet", task: newTask()},
+		{name: "a failed attempt is no success", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}},
+		{name: "a one-shot success", task: newTask(), jobs: []observedJob{oneShotJob(1, jobSucceeded, 150)}, want: mtime(150)},
+		{
+			name: "a retry's success after a failed attempt",
+			task: newTask(withStatus(v1.TaskStatus{Attempts: 1, CurrentRun: retrying(0, 1, 150, 151)})),
+			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobSucceeded, 260)},
+			want: mtime(260),
+		},
+		{
+			name: "a later scheduled run's failure keeps the earlier success",
+			task: newTask(scheduled(v1.AllowConcurrent)),
+			jobs: []observedJob{schedJob(60, 1, jobSucceeded, 70), schedJob(120, 1, jobFailed, 130)},
+			want: mtime(70),
+		},
+		{
+			name: "the stored time outlives its Job",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{LastSuccessfulTime: mtime(70), CurrentRun: run(120, 1, v1.RunFailed, 130)})),
+			want: mtime(70),
+		},
+		{
+			name: "a newer success moves it forward",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{LastSuccessfulTime: mtime(70), CurrentRun: run(120, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{schedJob(120, 1, jobSucceeded, 190)},
+			want: mtime(190),
+		},
+		{
+			name: "a status of an earlier release: the succeeded record tells it",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{CurrentRun: run(120, 1, v1.RunSucceeded, 190)})),
+			want: mtime(190),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeStatus(tc.task, tc.jobs, at(1000))
+			checkTime(t, "lastSuccessfulTime", got.LastSuccessfulTime, tc.want)
+			again := tc.task.DeepCopy()
+			again.Status = roundTrip(t, got)
+			checkTime(t, "lastSuccessfulTime computed again", computeStatus(again, tc.jobs, at(1000)).LastSuccessfulTime, tc.want)
+		})
+	}
+}
+
 func checkStatus(t *testing.T, got v1.TaskStatus, want wantStatus, generation int64) {
 	t.Helper()
 	if got.Phase != want.phase {
