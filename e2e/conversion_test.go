@@ -158,6 +158,11 @@ func TestPrinterColumnsAndIdempotentApply(t *testing.T) {
 			t.Errorf("kubectl get %s does not list the Task:\n%s", resource, out)
 		}
 	}
+	// -o wide adds the schedule and when the latest attempt succeeded.
+	wide := strings.SplitN(mustKubectl(t, "", "get", "tasks.v1.example.com", "-n", ns, "-o", "wide"), "\n", 2)[0]
+	if got, want := strings.Join(strings.Fields(wide), " "), "NAME TYPE PHASE ATTEMPTS LAST JOB SCHEDULE LAST SUCCESS AGE"; got != want {
+		t.Errorf("kubectl get tasks.v1.example.com -o wide header = %q, want %q", got, want)
+	}
 	wantType := map[string]string{"tasks.v1alpha1.example.com": "shell", "tasks.v1.example.com": "Shell"}
 	for resource, typ := range wantType {
 		out := mustKubectl(t, "", "get", resource, "columns", "-n", ns, "--no-headers")

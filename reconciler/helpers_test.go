@@ -3,6 +3,7 @@ package reconciler
 import (
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -69,9 +70,15 @@ func oneShotJob(n int32, state jobState, finishedAt int) observedJob {
 		j.Finished = at(finishedAt)
 	}
 	if state == jobFailed {
-		j.Reason, j.Message = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+		j.Reason, j.Message = exitCodeFailure(j.Name)
 	}
 	return j
+}
+
+// exitCodeFailure is the Failed condition the Job controller gives a Job whose pod's container
+// exited 1: the FailJob rule of the pod failure policy matched (see ignoreDisruptions).
+func exitCodeFailure(job string) (reason, message string) {
+	return batchv1.JobReasonPodFailurePolicy, "Container task for pod default/" + job + "-x7k2p failed with exit code 1 matching FailJob rule at index 1"
 }
 
 // schedJob is attempt n of the run scheduled at second s.
@@ -82,7 +89,7 @@ func schedJob(s int, n int32, state jobState, finishedAt int) observedJob {
 		j.Finished = at(finishedAt)
 	}
 	if state == jobFailed {
-		j.Reason = "BackoffLimitExceeded"
+		j.Reason, j.Message = exitCodeFailure(j.Name)
 	}
 	return j
 }

@@ -40,6 +40,11 @@ func TestSuccess(t *testing.T) {
 		st.LastError != "" || st.NextRunTime != nil || len(st.ActiveJobs) != 0 || st.ObservedGeneration != got.Generation {
 		t.Errorf("status: %+v", st)
 	}
+	// The Job's completion time, to the second the API keeps.
+	if jobs := e.jobs(task.Name); len(jobs) != 1 || jobs[0].Status.CompletionTime == nil || st.LastSuccessfulTime == nil ||
+		!st.LastSuccessfulTime.Equal(jobs[0].Status.CompletionTime) {
+		t.Errorf("lastSuccessfulTime = %v, want the completion time of its one Job", st.LastSuccessfulTime)
+	}
 	for _, typ := range []string{v1.ConditionSucceeded, v1.ConditionReady} {
 		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
 			t.Errorf("condition %s = %+v, want True at generation %d", typ, c, got.Generation)
@@ -146,9 +151,12 @@ func TestRetriesExhausted(t *testing.T) {
 		t.Errorf("Failed condition = %+v", c)
 	}
 	wantKstatus(t, got, kstatus.FailedStatus)
-	if !strings.Contains(got.Status.LastError, "BackoffLimitExceeded") {
-		t.Errorf("lastError = %q", got.Status.LastError)
+	// The pod failure policy's FailJob rule names the container, pod and exit code.
+	if want := "Job doomed-0-3 failed: PodFailurePolicy: Container task for pod " + e.ns + "/doomed-0-3-"; !strings.HasPrefix(got.Status.LastError, want) ||
+		!strings.Contains(got.Status.LastError, " failed with exit code 1 ") {
+		t.Errorf("lastError = %q, want the exit code 1 of the pod of doomed-0-3", got.Status.LastError)
 	}
+	t.Logf("lastError = %q", got.Status.LastError)
 	var names []string
 	for _, j := range e.jobs(task.Name) {
 		names = append(names, j.Name)

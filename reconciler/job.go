@@ -96,6 +96,14 @@ func jobAnnotations(task *v1.Task, run runID) map[string]string {
 // preempted or its node went away (the DisruptionTarget condition) is replaced by the Job
 // controller and does not count against backoffLimit, so a disruption never costs the Task a
 // retry. Any other failed pod fails the Job, and with it the attempt.
+//
+// The second rule changes no outcome (backoffLimit is 0, so such a pod fails the Job anyway)
+// but what the Job says about it: matched by FailJob, the Failed condition has reason
+// PodFailurePolicy and a message naming the container, the pod and its exit code, where
+// backoffLimit would only say BackoffLimitExceeded. status.lastError copies that message. A pod
+// that failed without a terminated container (deleted before it started) matches no rule and
+// still reads BackoffLimitExceeded; an attempt past spec.timeout reads DeadlineExceeded, which
+// the Job controller decides before it kills the pods.
 func ignoreDisruptions() *batchv1.PodFailurePolicy {
 	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 		Action: batchv1.PodFailurePolicyActionIgnore,
@@ -103,6 +111,13 @@ func ignoreDisruptions() *batchv1.PodFailurePolicy {
 			Type:   corev1.DisruptionTarget,
 			Status: corev1.ConditionTrue,
 		}},
+	}, {
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To(containerName),
+			Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+			Values:        []int32{0},
+		},
 	}}}
 }
 

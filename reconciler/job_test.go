@@ -62,10 +62,16 @@ func TestBuildJob(t *testing.T) {
 	if spec.Suspend != nil {
 		t.Errorf("a new Job is created suspended=%v", *spec.Suspend)
 	}
-	// Evictions and preemptions do not fail the attempt; any other pod failure does.
+	// Evictions and preemptions do not fail the attempt; any other pod failure does, and one
+	// whose container exited non-zero fails it by a rule, so the Job names the exit code.
 	wantPolicy := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 		Action:          batchv1.PodFailurePolicyActionIgnore,
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+	}, {
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To("task"), Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0},
+		},
 	}}}
 	if diff := cmp.Diff(wantPolicy, spec.PodFailurePolicy); diff != "" {
 		t.Errorf("podFailurePolicy (-want +got):\n%s", diff)

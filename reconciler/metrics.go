@@ -170,7 +170,7 @@ func newTaskSeries() *taskSeries {
 		nextRun: desc("task_next_run_timestamp_seconds",
 			"When the Task's next scheduled run or retry is due (Unix time); absent when none is, or while it is suspended.", taskLabels...),
 		lastSuccess: desc("task_last_success_timestamp_seconds",
-			"When the Task's latest run finished, if it succeeded (Unix time); absent otherwise.", taskLabels...),
+			"When the Task's latest successful attempt finished (Unix time, status.lastSuccessfulTime), kept through later failures; absent before the first success.", taskLabels...),
 		lastDuration: desc("task_last_run_duration_seconds",
 			"Duration of the Task's latest finished run seen by this process.", taskLabels...),
 		omitted: desc("task_series_omitted",
@@ -310,16 +310,13 @@ func dueRunTime(t *v1.Task) (time.Time, bool) {
 	return t.Status.NextRunTime.Time, true
 }
 
-// lastSuccessTime is when the latest run finished, if it succeeded. (Once the status records
-// the last successful run whatever came after, this should read that.)
+// lastSuccessTime is status.lastSuccessfulTime: later failures keep it, so an alert on its age
+// sees a scheduled Task that has not succeeded for a while, whatever its latest run did.
 func lastSuccessTime(t *v1.Task) (time.Time, bool) {
-	if r := t.Status.CurrentRun; r != nil && r.Outcome == v1.RunSucceeded && r.FinishTime != nil {
-		return r.FinishTime.Time, true
+	if t.Status.LastSuccessfulTime == nil {
+		return time.Time{}, false
 	}
-	if t.Status.Phase == v1.PhaseSucceeded && t.Status.CompletionTime != nil {
-		return t.Status.CompletionTime.Time, true
-	}
-	return time.Time{}, false
+	return t.Status.LastSuccessfulTime.Time, true
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -121,9 +121,9 @@ func TestTaskSeries(t *testing.T) {
 		return &v1.Task{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: spec, Status: status}
 	}
 	tasks := []client.Object{
-		task("a-ok", v1.TaskSpec{}, v1.TaskStatus{Phase: v1.PhaseScheduled, NextRunTime: at(2000),
+		task("a-ok", v1.TaskSpec{}, v1.TaskStatus{Phase: v1.PhaseScheduled, NextRunTime: at(2000), LastSuccessfulTime: at(1000),
 			CurrentRun: &v1.RunRecord{Attempt: 1, Outcome: v1.RunSucceeded, FinishTime: at(1000)}}),
-		task("b-failed", v1.TaskSpec{}, v1.TaskStatus{Phase: v1.PhaseFailed,
+		task("b-failed", v1.TaskSpec{}, v1.TaskStatus{Phase: v1.PhaseFailed, LastSuccessfulTime: at(800),
 			CurrentRun: &v1.RunRecord{Attempt: 3, Outcome: v1.RunFailed, FinishTime: at(1500)}}),
 		task("c-retrying", v1.TaskSpec{}, v1.TaskStatus{Phase: v1.PhaseRetrying, NextRunTime: at(1600),
 			CurrentRun: &v1.RunRecord{Attempt: 1, Outcome: v1.RunFailed, RetryTime: at(1600)}}),
@@ -145,9 +145,10 @@ taskoperator_task_failing{namespace="ns",task="d-suspended"} 0
 # HELP taskoperator_task_last_run_duration_seconds Duration of the Task's latest finished run seen by this process.
 # TYPE taskoperator_task_last_run_duration_seconds gauge
 taskoperator_task_last_run_duration_seconds{namespace="ns",task="a-ok"} 90
-# HELP taskoperator_task_last_success_timestamp_seconds When the Task's latest run finished, if it succeeded (Unix time); absent otherwise.
+# HELP taskoperator_task_last_success_timestamp_seconds When the Task's latest successful attempt finished (Unix time, status.lastSuccessfulTime), kept through later failures; absent before the first success.
 # TYPE taskoperator_task_last_success_timestamp_seconds gauge
 taskoperator_task_last_success_timestamp_seconds{namespace="ns",task="a-ok"} 1000
+taskoperator_task_last_success_timestamp_seconds{namespace="ns",task="b-failed"} 800
 # HELP taskoperator_task_next_run_timestamp_seconds When the Task's next scheduled run or retry is due (Unix time); absent when none is, or while it is suspended.
 # TYPE taskoperator_task_next_run_timestamp_seconds gauge
 taskoperator_task_next_run_timestamp_seconds{namespace="ns",task="a-ok"} 2000

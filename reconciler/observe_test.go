@@ -162,6 +162,8 @@ func TestFailure(t *testing.T) {
 		want string
 	}{
 		{observedJob{Name: "a-1", Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}, "Job a-1 failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		{observedJob{Name: "a-1", Reason: "PodFailurePolicy", Message: "Container task for pod ns/a-1-x7k2p failed with exit code 137 matching FailJob rule at index 1"},
+			"Job a-1 failed: PodFailurePolicy: Container task for pod ns/a-1-x7k2p failed with exit code 137 matching FailJob rule at index 1"},
 		{observedJob{Name: "a-1", Reason: "DeadlineExceeded"}, "Job a-1 failed: DeadlineExceeded"},
 		{observedJob{Name: "a-1"}, "Job a-1 failed"},
 		{observedJob{Name: "a-1", Deleting: true}, "Job a-1 was deleted before it finished"},

@@ -330,6 +330,32 @@ func TestEviction(t *testing.T) {
 	}
 }
 
+// TestDeletedPodFailsWithItsExitCode deletes a run's running pod (no eviction, so no
+// DisruptionTarget): its container is killed (exit code 137), the pod failure policy's FailJob
+// rule fails the Job, and lastError names that exit code and the pod.
+func TestDeletedPodFailsWithItsExitCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("killed", withLabels(outcome, hang), withRetries(0)))
+	var pod corev1.Pod
+	testenv.Eventually(e.t, waitTimeout, "the pod to run", func(context.Context) (bool, error) {
+		pods := e.pods(task.Name)
+		if len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning {
+			pod = pods[0]
+			return true, nil
+		}
+		return false, fmt.Errorf("%d pods", len(pods))
+	})
+	if err := e.c.Delete(t.Context(), &pod); err != nil {
+		t.Fatalf("delete pod %s: %v", pod.Name, err)
+	}
+	got := e.waitPhase(task.Name, v1.PhaseFailed)
+	want := fmt.Sprintf("Job killed-0-1 failed: PodFailurePolicy: Container task for pod %s/%s failed with exit code 137 ", e.ns, pod.Name)
+	if !strings.HasPrefix(got.Status.LastError, want) {
+		t.Errorf("lastError = %q, want it to start %q", got.Status.LastError, want)
+	}
+}
+
 func isComplete(job *batchv1.Job) bool {
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {

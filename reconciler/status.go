@@ -36,6 +36,7 @@ func statusFrom(task *v1.Task, a analysis, jobs []observedJob, now time.Time) v1
 		LastError:               a.lastError,
 		StartTime:               startTime(prior.StartTime, jobs),
 		LastScheduleTime:        timePtr(a.lastScheduleTime),
+		LastSuccessfulTime:      lastSuccessfulTime(prior.LastSuccessfulTime, a.rec, jobs),
 		MissedRuns:              prior.MissedRuns,
 		CurrentRun:              a.rec.toAPI(),
 		ObservedSchedule:        a.observed,
@@ -134,6 +135,22 @@ func startTime(prior *metav1.Time, jobs []observedJob) *metav1.Time {
 		}
 	}
 	return timePtr(first)
+}
+
+// lastSuccessfulTime is the latest finish of a succeeded attempt: the stored one (its Job may be
+// gone), the current run's record, or a succeeded Job of any run (a superseded run's Job that
+// succeeded late counts too). It only moves forward, so later failures keep it.
+func lastSuccessfulTime(prior *metav1.Time, rec *record, jobs []observedJob) *metav1.Time {
+	latest := timeOf(prior)
+	if rec != nil && rec.outcome == v1.RunSucceeded && rec.finished.After(latest) {
+		latest = rec.finished
+	}
+	for _, j := range jobs {
+		if j.State == jobSucceeded && j.Finished.After(latest) {
+			latest = j.Finished
+		}
+	}
+	return timePtr(latest)
 }
 
 func hasRef(refs []v1.JobReference, name string) bool {

@@ -87,7 +87,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "first attempt failed: retry after the initial backoff",
 			task: newTask(),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150)},
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "BackoffLimitExceeded", run: retrying(0, 1, 150, 151),
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: j1, nextRun: mtime(151), lastError: "failed with exit code 1", run: retrying(0, 1, 150, 151),
 				conditions: oneShotConds("Retrying")},
 		},
 		{
@@ -100,7 +100,7 @@ func TestComputeStatus(t *testing.T) {
 			name: "retries exhausted",
 			task: newTask(withStatus(v1.TaskStatus{Attempts: 2, CurrentRun: run(0, 2, v1.RunFailed, 250)})),
 			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobFailed, 250), oneShotJob(3, jobFailed, 350)},
-			want: wantStatus{phase: v1.PhaseFailed, attempts: 3, lastJob: j3, completion: mtime(350), lastError: "Job t-0-3 failed: BackoffLimitExceeded", run: run(0, 3, v1.RunFailed, 350),
+			want: wantStatus{phase: v1.PhaseFailed, attempts: 3, lastJob: j3, completion: mtime(350), lastError: "Job t-0-3 failed: PodFailurePolicy: Container task for pod default/t-0-3-x7k2p failed with exit code 1", run: run(0, 3, v1.RunFailed, 350),
 				conditions: map[string]string{"Ready": "False/RetriesExhausted", "Progressing": "False/RetriesExhausted", "Succeeded": "False/RetriesExhausted", "Failed": "True/RetriesExhausted",
 					"Reconciling": "False/RetriesExhausted", "Stalled": "True/RetriesExhausted"}},
 		},
@@ -298,7 +298,7 @@ func TestComputeStatus(t *testing.T) {
 			task: newTask(scheduled(v1.AllowConcurrent)),
 			jobs: []observedJob{schedJob(60, 1, jobFailed, 70)},
 			now:  70,
-			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "BackoffLimitExceeded", since: mtime(0),
+			want: wantStatus{phase: v1.PhaseRetrying, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(71), lastError: "failed with exit code 1", since: mtime(0),
 				conditions: map[string]string{"Ready": "True/Healthy", "Reconciling": "False/AsExpected"}},
 		},
 		{
@@ -485,6 +485,58 @@ func TestComputeStatus(t *testing.T) {
 			if diff := cmp.Diff(stored, roundTrip(t, computeStatus(again, tc.jobs, now))); diff != "" {
 				t.Errorf("status is not stable (-first +second):\n%s", diff)
 			}
+		})
+	}
+}
+
+// TestLastSuccessfulTime pins status.lastSuccessfulTime: the finish of the latest succeeded
+// attempt, whichever Job or record tells it, kept through later failures and Jobs that are gone.
+func TestLastSuccessfulTime(t *testing.T) {
+	tests := []struct {
+		name string
+		task *v1.Task
+		jobs []observedJob
+		want *metav1.Time
+	}{
+		{name: "no run yet", task: newTask()},
+		{name: "a failed attempt is no success", task: newTask(), jobs: []observedJob{oneShotJob(1, jobFailed, 150)}},
+		{name: "a one-shot success", task: newTask(), jobs: []observedJob{oneShotJob(1, jobSucceeded, 150)}, want: mtime(150)},
+		{
+			name: "a retry's success after a failed attempt",
+			task: newTask(withStatus(v1.TaskStatus{Attempts: 1, CurrentRun: retrying(0, 1, 150, 151)})),
+			jobs: []observedJob{oneShotJob(1, jobFailed, 150), oneShotJob(2, jobSucceeded, 260)},
+			want: mtime(260),
+		},
+		{
+			name: "a later scheduled run's failure keeps the earlier success",
+			task: newTask(scheduled(v1.AllowConcurrent)),
+			jobs: []observedJob{schedJob(60, 1, jobSucceeded, 70), schedJob(120, 1, jobFailed, 130)},
+			want: mtime(70),
+		},
+		{
+			name: "the stored time outlives its Job",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{LastSuccessfulTime: mtime(70), CurrentRun: run(120, 1, v1.RunFailed, 130)})),
+			want: mtime(70),
+		},
+		{
+			name: "a newer success moves it forward",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{LastSuccessfulTime: mtime(70), CurrentRun: run(120, 1, v1.RunActive, 0)})),
+			jobs: []observedJob{schedJob(120, 1, jobSucceeded, 190)},
+			want: mtime(190),
+		},
+		{
+			name: "a status of an earlier release: the succeeded record tells it",
+			task: newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{CurrentRun: run(120, 1, v1.RunSucceeded, 190)})),
+			want: mtime(190),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeStatus(tc.task, tc.jobs, at(1000))
+			checkTime(t, "lastSuccessfulTime", got.LastSuccessfulTime, tc.want)
+			again := tc.task.DeepCopy()
+			again.Status = roundTrip(t, got)
+			checkTime(t, "lastSuccessfulTime computed again", computeStatus(again, tc.jobs, at(1000)).LastSuccessfulTime, tc.want)
 		})
 	}
 }

@@ -412,6 +412,11 @@ type TaskStatus struct {
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
+	// LastSuccessfulTime is when the latest successful attempt finished, as a CronJob's; later
+	// failures keep it.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
 	// MissedRuns counts schedule times that passed without a run (the operator was away, the
 	// Task was suspended, the starting deadline passed, or concurrency policy Forbid held them
 	// back until it was too late). They are counted when the next run starts.
@@ -438,6 +443,7 @@ type TaskStatus struct {
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`
 // +kubebuilder:printcolumn:name="Last Job",type=string,JSONPath=`.status.lastJob.name`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule.cron`,priority=1
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessfulTime`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Task struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -393,6 +393,10 @@ func (in *TaskStatus) DeepCopyInto(out *TaskStatus) {
 		in, out := &in.LastScheduleTime, &out.LastScheduleTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastSuccessfulTime != nil {
+		in, out := &in.LastSuccessfulTime, &out.LastSuccessfulTime
+		*out = (*in).DeepCopy()
+	}
 	if in.CurrentRun != nil {
 		in, out := &in.CurrentRun, &out.CurrentRun
 		*out = new(RunRecord)
