@@ -231,10 +231,10 @@ func newerOutcome(j observedJob, jobs []observedJob, records ...*record) bool {
 	})
 }
 
-// failureTold says j's failure no longer needs its Job: the stored lastError tells it, or a
+// failureTold says j's failure no longer needs its Job: the stored lastError tells of it, or a
 // newer outcome is known (stored, or held by a Job that keeps its finalizer until it is).
 func failureTold(task *v1.Task, stored *record, j observedJob, jobs []observedJob) bool {
-	return task.Status.LastError == j.failure() || newerOutcome(j, jobs, stored)
+	return tellsOf(task.Status.LastError, j.Name) || newerOutcome(j, jobs, stored)
 }
 
 // analyzeSchedule parses the schedule and finds the schedule times due.

@@ -95,13 +95,14 @@ package reconciler
 // RBAC: exactly what the controller does, nothing more. Tasks are read from the cache and only
 // their finalizers are patched; tasks/finalizers update lets a Job carry an owner reference with
 // blockOwnerDeletion; Jobs are created, patched (spec.suspend, the run-outcome finalizer) and
-// deleted; Kueue's Workloads are only watched (why a queued Job waits); Events are recorded
+// deleted; a failed run's pod is read once, for why its container ended; Kueue's Workloads are only watched (why a queued Job waits); Events are recorded
 // through both the events.k8s.io API and, by client-go's fallback, the core API.
 //
 // +kubebuilder:rbac:groups=example.com,resources=tasks,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=example.com,resources=tasks/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=tasks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -153,8 +153,8 @@ func TestRetriesExhausted(t *testing.T) {
 	wantKstatus(t, got, kstatus.FailedStatus)
 	// The pod failure policy's FailJob rule names the container, pod and exit code.
 	if want := "Job doomed-0-3 failed: PodFailurePolicy: Container task for pod " + e.ns + "/doomed-0-3-"; !strings.HasPrefix(got.Status.LastError, want) ||
-		!strings.Contains(got.Status.LastError, " failed with exit code 1 ") {
-		t.Errorf("lastError = %q, want the exit code 1 of the pod of doomed-0-3", got.Status.LastError)
+		!strings.Contains(got.Status.LastError, " failed with exit code 1 ") || !strings.HasSuffix(got.Status.LastError, " (Error)") {
+		t.Errorf("lastError = %q, want the exit code 1 of the pod of doomed-0-3 and why its container ended (Error)", got.Status.LastError)
 	}
 	t.Logf("lastError = %q", got.Status.LastError)
 	var names []string

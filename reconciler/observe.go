@@ -41,6 +41,9 @@ type observedJob struct {
 	Finished time.Time
 	// Reason and Message come from the Job's Failed condition.
 	Reason, Message string
+	// Terminated is why the failed pod's container ended (Error, OOMKilled), read from the pod
+	// while the failure is not recorded yet (podFailures); empty when not known.
+	Terminated string
 	// Deleting says the Job has a deletion timestamp (a TTL, a user, the controller itself):
 	// it still tells its outcome, but no longer runs.
 	Deleting bool
@@ -87,6 +90,8 @@ func (j observedJob) failure() string {
 		return fmt.Sprintf("Job %s was replaced by a newer run", j.Name)
 	case j.State == jobActive && j.Deleting:
 		return fmt.Sprintf("Job %s was deleted before it finished", j.Name)
+	case j.Reason != "" && j.Message != "" && j.Terminated != "":
+		return fmt.Sprintf("Job %s failed: %s: %s (%s)", j.Name, j.Reason, j.Message, j.Terminated)
 	case j.Reason != "" && j.Message != "":
 		return fmt.Sprintf("Job %s failed: %s: %s", j.Name, j.Reason, j.Message)
 	case j.Reason != "":

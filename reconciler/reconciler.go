@@ -167,6 +167,9 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 		}
 	}
 	sortJobs(s.jobs)
+	if err := r.podFailures(ctx, s); err != nil {
+		return true, err
+	}
 	return false, r.explainWaiting(ctx, s)
 }
 
