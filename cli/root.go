@@ -28,12 +28,13 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-task",
 		Short: "Everyday commands for Tasks (example.com/v1)",
 		Long: `Everyday commands for Tasks of the task-operator: see where a Task stands, list its
-runs, read their logs, suspend and resume it, and convert manifests from old API versions.
+runs, read their logs, rerun, run now or cancel it, suspend and resume it, and convert manifests from old API versions.
 
 It talks to the cluster of your kubeconfig, at example.com/v1, with kubectl's flags.`,
 		Example: `  kubectl task status nightly-report
   kubectl task runs nightly-report -n reports -o yaml
   kubectl task logs nightly-report -f
+  kubectl task rerun report
   kubectl task suspend nightly-report`,
 		Annotations: map[string]string{
 			// cobra shows the plugin as the user types it.
@@ -51,6 +52,9 @@ It talks to the cluster of your kubeconfig, at example.com/v1, with kubectl's fl
 		newLogsCommand(o),
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
+		newRerunCommand(o),
+		newRunCommand(o),
+		newCancelCommand(o),
 		newConvertCommand(o),
 		newVersionCommand(o),
 		newCompletionCommand(o),

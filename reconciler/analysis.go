@@ -108,6 +108,13 @@ type analysis struct {
 	// finalizer is held until the stored status tells it (see failureTold); nil if none.
 	supersededFailure *observedJob
 
+	// requests are the run and cancel requests (annotations) and which are pending;
+	// recRequested says rec's run was started for a run request (not for a schedule time).
+	requests     requests
+	recRequested bool
+	// cancelledRetry says a pending cancel request stopped rec's pending retry.
+	cancelledRetry bool
+
 	// Scheduled Tasks only.
 	sched    v1.CronSchedule
 	observed *v1.ObservedSchedule
@@ -147,8 +154,13 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 		a.supersededFailure = f
 		a.lastError = f.failure()
 	}
+	a.requests = readRequests(task, a.rec, now)
+	a.recRequested = requestedRecord(task, a.rec, jobs)
+	// A requested run's time is no schedule time: lastScheduleTime, and with it where the
+	// search for due schedule times starts (an "@every" schedule counts from it) and the count
+	// of missed ones, stays the schedule's.
 	a.lastScheduleTime = timeOf(task.Status.LastScheduleTime)
-	if a.rec != nil && a.rec.run.Scheduled.After(a.lastScheduleTime) {
+	if a.rec != nil && !a.recRequested && a.rec.run.Scheduled.After(a.lastScheduleTime) {
 		a.lastScheduleTime = a.rec.run.Scheduled
 	}
 	if task.Spec.Schedule != nil {
@@ -159,6 +171,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 		a.invalidReason = v1.ReasonKueueNotInstalled
 	}
 	a.setPhase(task)
+	a.cancelRetry()
 	if a.phase == runActive {
 		if j := findJob(jobs, a.rec.job.Name); j != nil && j.waiting() {
 			w := *j
@@ -184,8 +197,13 @@ func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observ
 	case r.outcome == v1.RunSucceeded:
 		a.lastError = ""
 	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
-		if j := findJob(jobs, r.job.Name); j != nil && !r.replaced {
+		j := findJob(jobs, r.job.Name)
+		if j != nil && !r.replaced {
 			a.lastError = j.failure()
+		}
+		if j != nil && j.cancelled() {
+			// Stopped by a cancel request: the run ends Failed, without a retry.
+			return
 		}
 		if canRetry(task, r.run.Attempt) {
 			r.retryAt = r.finished.Add(nextRetryDelay(backoffOf(task), r.run.Attempt))
@@ -251,6 +269,12 @@ func (a *analysis) analyzeSchedule(task *v1.Task, now time.Time) {
 		a.base = since
 	}
 	a.due = dueRun(sched, a.base, now)
+	if a.recRequested && !a.due.Latest.IsZero() && !a.due.Latest.After(a.rec.run.Scheduled) {
+		// A schedule time not after the requested run that is current did not start before it
+		// (lost, or held back): the requested run took its place. Started now it would be
+		// older than the current run. It is counted as missed when the next run starts.
+		a.due.Latest = time.Time{}
+	}
 	s := task.Spec.Schedule
 	if s.ConcurrencyPolicy == v1.ForbidConcurrent && len(a.active) > 0 && !a.due.Latest.IsZero() && !tooLate(a.due.Latest, now, s.StartingDeadlineSeconds) {
 		a.heldBack = a.due.Latest
@@ -278,6 +302,17 @@ func (a *analysis) setPhase(task *v1.Task) {
 			a.rec.retryAt = time.Time{}
 		}
 	}
+}
+
+// cancelRetry lets a pending cancel request stop a retry due: the run ends Failed now, and the
+// stored record loses its retry time (the request is recorded in the same status write).
+func (a *analysis) cancelRetry() {
+	if a.requests.cancel.IsZero() || a.phase != runRetryPending {
+		return
+	}
+	a.phase, a.retryAt, a.rec.retryAt = runFailed, time.Time{}, time.Time{}
+	a.lastError = cancelledError(a.requests.cancel)
+	a.cancelledRetry = true
 }
 
 // retryable says whether the failed current run gets another attempt: a retry was decided when

@@ -18,6 +18,8 @@
 //   - eventbudget.go: the budget of Normal Events (Warnings pass always)
 //   - ownership.go:  which Jobs are the Task's: taken back after losing their owner reference,
 //     someone else's Job of a run's name reported (JobNameTaken) and waited for
+//   - request.go:    run and cancel requests (annotations): which is pending, the run one
+//     starts, the Jobs a cancel stops, what the status records
 //   - kueue.go:      queued Tasks (spec.queueName): Kueue's labels, why a Job waits (its
 //     Workload's conditions), whether Kueue's API is served
 //
@@ -56,6 +58,28 @@
 //   - The status subresource is the operator's record, trusted as the Job controller trusts a
 //     Job's status: a record cleared by another client is rebuilt from the Jobs that remain.
 //
+// Run and cancel requests (`kubectl task rerun|run|cancel`):
+//
+//   - A request is an annotation on the Task whose value, an RFC 3339 time R, is its identity
+//     (v1.AnnotationRunRequested, v1.AnnotationCancelRequested); it is pending while R is later
+//     than what the status records as honoured (status.runRequest, status.cancelRequest), and
+//     a run request also while no current run is of R's time or later. A value that does not
+//     parse is ignored with a Warning Event.
+//   - A pending run request starts, once nothing of the Task is active and it is not
+//     suspended, the run runID{Scheduled: R, Attempt: 1}: its Job's name is deterministic like
+//     every run's, so a creation repeated after a lost status write is an AlreadyExists, and
+//     the fold adopts that Job as the current run, which answers the request. The status
+//     written with the run's record records runRequest = R. Its Jobs carry the request
+//     annotation, which tells a requested run from a schedule time's: lastScheduleTime, where
+//     the search for due times starts and the missed count stay the schedule's. A schedule
+//     time later than R due at once starts instead and answers R; one at or before the current
+//     requested run that never started does not start after it (it would be older).
+//   - A pending cancel request marks the current run's active Jobs with it and deletes them;
+//     judged after deletionSettleTime like any deleted Job, a marked one ends its attempt
+//     Failed with no retry. A retry due is dropped the same way. Once nothing of the current
+//     run is left unmarked, cancelRequest = R is recorded. It drops a pending run request not
+//     later than it.
+//
 // Limits, by design:
 //
 //   - The cache holds only Jobs labelled v1.LabelTaskName: a Job without it that holds a run's
@@ -88,6 +112,8 @@
 //     stops its pods).
 //   - A scheduled run's retries stop once a later schedule time comes due; a time missed while
 //     the operator was away starts only if within startingDeadlineSeconds, as with a CronJob.
+//   - A cancel stops the current run only: with concurrency policy Allow, older runs still
+//     active run on. A run request waits while anything of the Task is active.
 //   - A Task with a run in progress needs the operator to be deleted (it lets the Jobs go);
 //     delete Tasks before uninstalling the operator.
 package reconciler

@@ -30,6 +30,7 @@ func warning(reason, action, note string) eventSpec {
 // retries run out. They are recorded only once next is stored, so each transition is told once.
 func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJob) []eventSpec {
 	var out []eventSpec
+	cancelled := false // a cancel request ended the run: RunCancelled told it, no "retries exhausted"
 	for _, ref := range prior.ActiveJobs {
 		if hasRef(next.ActiveJobs, ref.Name) {
 			continue
@@ -46,7 +47,8 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 			// Still running, and no longer listed: cannot happen; say nothing rather than lie.
 		default:
 			out = append(out, ranFor(warning(v1.EventRunFailed, "Fail", j.failure()), j))
-			if isCurrent(next, j) && !canRetry(task, j.Run.Attempt) {
+			cancelled = cancelled || (isCurrent(next, j) && j.cancelled())
+			if isCurrent(next, j) && !canRetry(task, j.Run.Attempt) && !j.cancelled() {
 				out = append(out, warning(v1.EventRetriesExhausted, "Fail",
 					fmt.Sprintf("attempt %d failed and no retries are left (maxRetries %d)", j.Run.Attempt, v1.MaxRetriesOf(task))))
 			}
@@ -56,7 +58,7 @@ func transitionEvents(task *v1.Task, prior, next v1.TaskStatus, jobs []observedJ
 		out = append(out, normal(v1.EventRetryScheduled, "Retry", fmt.Sprintf("attempt %d of %d at %s",
 			next.Attempts+1, v1.MaxRetriesOf(task)+1, next.NextRunTime.UTC().Format(time.RFC3339))))
 	}
-	if next.Phase == v1.PhaseFailed && prior.Phase != v1.PhaseFailed && !hasEvent(out, v1.EventRetriesExhausted) {
+	if next.Phase == v1.PhaseFailed && prior.Phase != v1.PhaseFailed && !hasEvent(out, v1.EventRetriesExhausted) && !cancelled && !cancelledNow(prior, next) {
 		out = append(out, warning(v1.EventRetriesExhausted, "Fail", next.LastError))
 	}
 	return out
@@ -83,4 +85,10 @@ func hasEvent(evs []eventSpec, reason string) bool {
 		}
 	}
 	return false
+}
+
+// cancelledNow says next records a cancel request prior did not: a run it ended is told by
+// RunCancelled.
+func cancelledNow(prior, next v1.TaskStatus) bool {
+	return !timeOf(next.CancelRequest).Equal(timeOf(prior.CancelRequest))
 }

@@ -64,7 +64,17 @@ type observedJob struct {
 	Admitted time.Time
 	// QueueReason and QueueMessage say, in Kueue's words, why a queued Job waits.
 	QueueReason, QueueMessage string
+	// Requested is the run request (v1.AnnotationRunRequested) the Job's run was started for;
+	// zero for a run of the schedule or the one-shot Task's first run.
+	Requested time.Time
+	// Cancelled is the cancel request (v1.AnnotationCancelRequested) the Job was deleted for;
+	// zero if none.
+	Cancelled time.Time
 }
+
+// cancelled says j's attempt was stopped by a cancel request: it ends Failed and no retry
+// follows. A Job whose success was counted before the deletion still succeeded.
+func (j observedJob) cancelled() bool { return !j.Cancelled.IsZero() && j.State != jobSucceeded }
 
 // waiting says j is a queued Job that Kueue has not admitted (or has preempted): it is active
 // but suspended, and nothing of it runs.
@@ -86,6 +96,8 @@ func (j observedJob) failure() string {
 	switch {
 	case j.Missing:
 		return fmt.Sprintf("Job %s disappeared before its outcome was recorded", j.Name)
+	case j.cancelled():
+		return cancelledError(j.Cancelled)
 	case j.State == jobActive && j.Replaced:
 		return fmt.Sprintf("Job %s was replaced by a newer run", j.Name)
 	case j.State == jobActive && j.Deleting:
@@ -119,6 +131,8 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 	if o.Queue != "" && !o.Suspended && job.Status.StartTime != nil {
 		o.Admitted = job.Status.StartTime.Time
 	}
+	o.Requested = annotationTime(job.Annotations, v1.AnnotationRunRequested)
+	o.Cancelled = annotationTime(job.Annotations, v1.AnnotationCancelRequested)
 	// A scheduled run's Job that policy Replace deleted says so (see AnnotationReplacedBy).
 	o.Replaced = o.Run.isScheduled() && job.DeletionTimestamp != nil && job.Annotations[v1.AnnotationReplacedBy] != ""
 	if job.DeletionTimestamp != nil {
@@ -147,6 +161,16 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 		o.Finished = o.Created // a condition without a time: the backoff counts from creation
 	}
 	return o
+}
+
+// annotationTime is the RFC 3339 time of annotation key, or zero if absent or unreadable (the
+// operator writes these annotations on Jobs; a hand-edited one is disregarded).
+func annotationTime(annotations map[string]string, key string) time.Time {
+	t, err := time.Parse(time.RFC3339, annotations[key])
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // succeededBeforeDeletion says the Job controller had counted the Job's success when the Job

@@ -17,6 +17,15 @@ type plan struct {
 	replace []observedJob
 	// suspend are the active Jobs whose spec.suspend must flip to match the Task's.
 	suspend []observedJob
+	// cancel are the active Jobs of the current run a pending cancel request deletes;
+	// cancelAt is that request.
+	cancel   []observedJob
+	cancelAt time.Time
+	// requested says create is a run (or a retry of a run) started for a run request; its Job
+	// carries the request (v1.AnnotationRunRequested). requestAt is a run request the clock
+	// has not reached yet: look again then.
+	requested bool
+	requestAt time.Time
 	// prune are finished Jobs past the history limits.
 	prune []observedJob
 	// release are the Jobs whose v1.FinalizerRunOutcome may go: the stored status records how
@@ -46,14 +55,22 @@ func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan
 		protect: unprotected(jobs),
 	}
 	p.prune = pruneHistory(task, a, jobs, p.release)
+	p.cancel, p.cancelAt = cancelTargets(a), a.requests.cancel
+	p.requestAt = a.requests.runAt
 	if a.invalid != nil || task.Spec.Suspend {
+		return p
+	}
+	if run := requestedRun(task, a, now); run != nil {
+		p.create, p.requested = run, true
 		return p
 	}
 	if task.Spec.Schedule == nil {
 		p.create = nextOneShotRun(a, now)
-		return p
+	} else {
+		planSchedule(&p, task, a, now)
 	}
-	planSchedule(&p, task, a, now)
+	// A retry of a requested run is of that run: its Job says so too.
+	p.requested = p.create != nil && a.recRequested && p.create.sameRun(a.rec.run)
 	return p
 }
 

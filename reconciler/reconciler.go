@@ -178,7 +178,11 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 // not created, and never loses one that was.
 func (r *Reconciler) act(ctx context.Context, s *scope) (bool, error) {
 	s.kueueServed = s.task.Spec.QueueName == "" || r.kueue.servedNow()
-	s.plan = planRuns(s.task, analyzeIn(s.task, s.jobs, s.now, s.kueueServed), s.jobs, s.now)
+	a := analyzeIn(s.task, s.jobs, s.now, s.kueueServed)
+	for _, err := range a.requests.invalid {
+		r.record(s.task, warning(v1.EventInvalidRequest, "Request", err.Error()))
+	}
+	s.plan = planRuns(s.task, a, s.jobs, s.now)
 	err := r.execute(ctx, s)
 	r.summarize(s)
 	s.acted = true
@@ -192,6 +196,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 		r.protectJobs,
 		r.releaseJobs,
 		r.syncSuspend,
+		r.cancelRun,
 		r.confirmCurrent,
 		r.replaceActive,
 		r.startRun,
@@ -242,6 +247,32 @@ func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// cancelRun deletes the current run's active Jobs for a pending cancel request, each marked
+// first with the request so that, judged after the deletion (see deletionSettleTime), its
+// attempt ends Failed without a retry, even after a restart or a lost status write.
+func (r *Reconciler) cancelRun(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.cancel {
+		at := s.plan.cancelAt.UTC().Format(time.RFC3339)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: s.task.Namespace, Name: o.Name}}
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1.AnnotationCancelRequested, at)
+		if err := r.client.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("mark job %s cancelled: %w", o.Name, err)
+		}
+		if err := r.deleteJob(ctx, s, o.Name); err != nil {
+			return err
+		}
+		if j := findJob(s.jobs, o.Name); j != nil {
+			if !j.Deleting {
+				j.Deleting, j.Finished = true, s.now
+			}
+			j.Cancelled = s.plan.cancelAt
+		}
+		r.record(s.task, warning(v1.EventRunCancelled, "Delete", fmt.Sprintf("deleted active Job %s (%s) for the cancel request at %s: the run ends Failed, without a retry",
+			o.Name, o.Run, at)))
+	}
+	return nil
+}
+
 // markReplaced annotates a Job about to be deleted by policy Replace, so that a reconcile after a
 // restart or a lost status write still knows its run was replaced rather than failed.
 func (r *Reconciler) markReplaced(ctx context.Context, s *scope, name, by string) error {
@@ -261,6 +292,9 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 	}
 	run := *s.plan.create
 	job := buildJob(s.task, r.opts, run)
+	if s.plan.requested {
+		job.Annotations[v1.AnnotationRunRequested] = run.Scheduled.UTC().Format(time.RFC3339)
+	}
 	err := r.client.Create(ctx, job)
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -279,6 +313,10 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 			retries.Inc()
 		}
 		r.record(s.task, normal(v1.EventJobCreated, "Create", fmt.Sprintf("created Job %s (%s)", job.Name, run)))
+		if s.plan.requested && run.Attempt == 1 {
+			r.record(s.task, normal(v1.EventRunRequested, "Create", fmt.Sprintf("started run for the request at %s: Job %s",
+				run.Scheduled.UTC().Format(time.RFC3339), job.Name)))
+		}
 		if ev, ok := s.plan.missedEvent(); ok {
 			s.events = append(s.events, ev)
 		}
@@ -406,6 +444,12 @@ func (r *Reconciler) summarize(s *scope) {
 	}
 	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
+	}
+	if at := s.plan.requestAt; !at.IsZero() {
+		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, max(at.Sub(s.now), time.Second))
+	}
+	if e, ok := cancelledRetryEvent(s.prior, s.task.Status); ok {
+		s.events = append(s.events, e)
 	}
 	if !s.kueueServed {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, kueueRecheckInterval)

@@ -40,6 +40,8 @@ func statusFrom(task *v1.Task, a analysis, jobs []observedJob, now time.Time) v1
 		MissedRuns:              prior.MissedRuns,
 		CurrentRun:              a.rec.toAPI(),
 		ObservedSchedule:        a.observed,
+		RunRequest:              honouredRunRequest(task, a),
+		CancelRequest:           honouredCancelRequest(task, a),
 	}
 	if a.invalid != nil {
 		// Keep what was observed while the schedule cannot be read.

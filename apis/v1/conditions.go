@@ -76,4 +76,12 @@ const (
 	// EventJobNameTaken: a Job of the run's name exists and is not the Task's (see
 	// ReasonJobNameTaken).
 	EventJobNameTaken = "JobNameTaken"
+	// EventRunRequested (Normal): a run started for a request (AnnotationRunRequested).
+	EventRunRequested = "RunRequested"
+	// EventRunCancelled (Warning): the current run's active Jobs were deleted for a request
+	// (AnnotationCancelRequested); the run ends Failed without a retry.
+	EventRunCancelled = "RunCancelled"
+	// EventInvalidRequest (Warning): a request annotation's value is not an RFC 3339 time; it
+	// is ignored.
+	EventInvalidRequest = "InvalidRequest"
 )

@@ -43,6 +43,20 @@ const (
 	// run ended by being replaced, not by failing.
 	AnnotationReplacedBy = "task.example.com/replaced-by"
 
+	// AnnotationRunRequested, on a Task, asks for a new run now: its value is an RFC 3339 time,
+	// the request's identity (`kubectl task rerun|run` set it to the current second). A request
+	// later than status.runRequest is pending; the operator starts one run for it once nothing
+	// of the Task is active, records it in status.runRequest and puts the same annotation on
+	// that run's Jobs. An annotation, not a spec field: a request is an imperative event (like
+	// `kubectl rollout restart`'s restartedAt), and server-side apply or GitOps tools leave
+	// other managers' annotations alone. See the README's "Run semantics".
+	AnnotationRunRequested = "task.example.com/run-requested"
+	// AnnotationCancelRequested, on a Task, asks to stop its current run: its value is an RFC
+	// 3339 time. A request later than status.cancelRequest is pending; the operator deletes the
+	// current run's active Jobs, which end Failed without a retry, and records the request in
+	// status.cancelRequest. The same annotation on a Job says it was deleted for that request.
+	AnnotationCancelRequested = "task.example.com/cancel-requested"
+
 	// AnnotationTaskUID is on every Job the operator creates: the UID of the Task it runs for.
 	// A Job whose ownerReference was removed (by hand, or by a delete with --cascade=orphan)
 	// is taken back by that Task alone, and its FinalizerRunOutcome released by the operator

@@ -431,6 +431,16 @@ type TaskStatus struct {
 	// ObservedSchedule is the schedule in force and since when (scheduled Tasks only).
 	// +optional
 	ObservedSchedule *ObservedSchedule `json:"observedSchedule,omitempty"`
+
+	// RunRequest is the latest run request (annotation task.example.com/run-requested) the
+	// operator honoured: a run started for it, or one that started at or after it.
+	// +optional
+	RunRequest *metav1.Time `json:"runRequest,omitempty"`
+
+	// CancelRequest is the latest cancel request (annotation task.example.com/cancel-requested)
+	// the operator honoured: the run then active was stopped, or nothing was active.
+	// +optional
+	CancelRequest *metav1.Time `json:"cancelRequest,omitempty"`
 }
 
 // Task runs a shell script or an HTTP call as Kubernetes Jobs, with retries and schedules.

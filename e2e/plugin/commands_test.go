@@ -207,3 +207,62 @@ func TestConvertedManifestsApplyAtV1(t *testing.T) {
 	}
 	waitFor(t, ns, "sample-v1alpha1", "Succeeded")
 }
+
+// jobOfRequest is the Job name the plugin says a run request gets ("... as Job NAME").
+func jobOfRequest(t *testing.T, out string) string {
+	t.Helper()
+	_, job, found := strings.Cut(strings.TrimSpace(out), " as Job ")
+	if !found || job == "" {
+		t.Fatalf("the request names no Job:\n%s", out)
+	}
+	return job
+}
+
+// TestRerunAndCancelAsTyped: a one-shot Task that hangs is not rerun while it runs (one line, a
+// non-zero exit); cancel stops it, Failed without a retry; a second cancel has nothing to do;
+// rerun then starts one new run under the Job name it announced.
+func TestRerunAndCancelAsTyped(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("stuck", `e2e.example.com/outcome: hang`, "  retry: {maxRetries: 2}\n"))
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Running", "task/stuck", "--timeout=90s")
+
+	r := kubectl(t, "", "task", "rerun", "stuck", "-n", ns)
+	if want := `error: task "stuck" in namespace "` + ns + `" is Running, not finished: rerun it once it Succeeded or Failed (or cancel it first)`; r.code == 0 || strings.TrimRight(r.stderr, "\n") != want {
+		t.Errorf("rerun of a running Task: exit %d, stderr %q; want a non-zero exit and %q", r.code, r.stderr, want)
+	}
+
+	contains(t, "cancel", ok(t, "task", "cancel", "stuck", "-n", ns), "task.example.com/stuck: cancel requested at ")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Failed", "task/stuck", "--timeout=90s")
+	lastError := ok(t, "get", "task", "stuck", "-n", ns, "-o", "jsonpath={.status.attempts} {.status.lastError}")
+	if !strings.HasPrefix(lastError, "1 cancelled at ") || !strings.HasSuffix(lastError, " by request") {
+		t.Errorf("after cancel: attempts and lastError %q, want attempt 1 cancelled by request", lastError)
+	}
+	if got := ok(t, "task", "cancel", "stuck", "-n", ns); got != "task.example.com/stuck is Failed: nothing to cancel\n" {
+		t.Errorf("a second cancel said %q", got)
+	}
+
+	out := ok(t, "task", "rerun", "stuck", "-n", ns)
+	contains(t, "rerun", out, "task.example.com/stuck: run requested at ", "; it starts now as Job stuck-")
+	job := jobOfRequest(t, out)
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.lastJob.name}="+job, "task/stuck", "--timeout=90s")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Running", "task/stuck", "--timeout=90s")
+	contains(t, "runs after the rerun", ok(t, "task", "runs", "stuck", "-n", ns), job)
+	contains(t, "cancel of the rerun", ok(t, "task", "cancel", "stuck", "-n", ns), "cancel requested at ")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Failed", "task/stuck", "--timeout=90s")
+}
+
+// TestRunOfAScheduledTaskAsTyped: run starts a scheduled Task's run now, under the Job name it
+// announced, and leaves the schedule's lastScheduleTime alone.
+func TestRunOfAScheduledTaskAsTyped(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("hourly", "", "  schedule: {cron: '@every 1h'}\n"))
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Scheduled", "task/hourly", "--timeout=90s")
+	out := ok(t, "task", "run", "hourly", "-n", ns)
+	contains(t, "run", out, "task.example.com/hourly: run requested at ", "; it starts now as Job hourly-")
+	job := jobOfRequest(t, out)
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.currentRun.job.name}="+job, "task/hourly", "--timeout=90s")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.currentRun.outcome}=Succeeded", "task/hourly", "--timeout=90s")
+	if got := ok(t, "get", "task", "hourly", "-n", ns, "-o", "jsonpath={.status.lastScheduleTime}|{.status.runRequest}"); !strings.HasPrefix(got, "|20") {
+		t.Errorf("lastScheduleTime|runRequest = %q, want no schedule time and the request", got)
+	}
+}

@@ -27,6 +27,11 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 		{[]string{"logs", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
 		{[]string{"suspend", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
 		{[]string{"resume", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"rerun", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"run", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"cancel", "nope", "-n", ns}, `error: task "nope" not found in namespace "` + ns + `"`},
+		{[]string{"run", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no schedule: use rerun to run it again`},
+		{[]string{"rerun", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" is Suspended, not finished: rerun it once it Succeeded or Failed (or cancel it first)`},
 		{[]string{"status", "idle", "-n", other}, `error: task "idle" not found in namespace "` + other + `"`},
 		{[]string{"status", "idle", "-n", "no-such-namespace"}, `error: task "idle" not found in namespace "no-such-namespace"`},
 		{[]string{"runs", "idle", "-n", ns}, `error: task "idle" in namespace "` + ns + `" has no runs yet (phase Suspended)`},
@@ -66,7 +71,7 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 // passes it on, shows how the command is typed.
 func TestHelpOfEveryCommandShowsAnExample(t *testing.T) {
 	setUp(t)
-	for _, cmd := range []string{"", "status", "runs", "logs", "suspend", "resume", "convert", "version", "completion"} {
+	for _, cmd := range []string{"", "status", "runs", "logs", "suspend", "resume", "rerun", "run", "cancel", "convert", "version", "completion"} {
 		t.Run("help "+cmd, func(t *testing.T) {
 			args := []string{"task"}
 			if cmd != "" {

@@ -14,5 +14,7 @@ func TestREADMEEverydayUse(t *testing.T) {
 	block := testenv.READMEBlocks(t, "everyday")["everyday"]
 	out := testenv.RunREADME(t, cluster, "everyday", block, 3*time.Minute)
 	contains(t, "README everyday", out, "Phase:", "Succeeded", "sample-v1-0-1 Succeeded\n", podLog,
-		"task.example.com/sample-v1 suspended", "task.example.com/sample-v1 resumed", "apiVersion: example.com/v1\n")
+		"task.example.com/sample-v1 suspended", "task.example.com/sample-v1 resumed",
+		"task.example.com/sample-v1 is Succeeded: nothing to cancel", "task.example.com/sample-v1: run requested at ", "; it starts now as Job sample-v1-",
+		"apiVersion: example.com/v1\n")
 }

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// The request commands set one annotation on the Task (a merge patch at v1) whose value, the
+// current second, identifies the request; the operator honours each request once (see the
+// README's "Run semantics"). Repeating a command within the same second is the same request.
+
+// requestKind is one of the request commands.
+type requestKind int
+
+const (
+	rerunRequest requestKind = iota
+	runRequest
+	cancelRequest
+)
+
+func newRerunCommand(o *Options) *cobra.Command {
+	return requestCommand(o, rerunRequest, &cobra.Command{
+		Use:   "rerun NAME",
+		Short: "Run a finished Task again: a new run, with its retries, recorded in status and Events",
+		Long: `Ask for a new run of a Task that finished (Succeeded or Failed), by setting the annotation
+task.example.com/run-requested to the current time. The operator starts one run for the request
+(a Job named <task>-<request unix time>-1, retried as spec.retry says), records it in
+status.runRequest and tells it in a RunRequested Event. A Task still running, retrying, queued
+or pending is refused. For a scheduled Task, rerun is run.`,
+		Example: `  kubectl task rerun report
+  kubectl task rerun report -n reports`,
+	})
+}
+
+func newRunCommand(o *Options) *cobra.Command {
+	return requestCommand(o, runRequest, &cobra.Command{
+		Use:   "run NAME",
+		Short: "Start a run of a scheduled Task now, like kubectl create job --from=cronjob/NAME",
+		Long: `Ask for a run of a scheduled Task now, by setting the annotation task.example.com/run-requested
+to the current time. The operator starts it once nothing of the Task is active (a run in
+progress finishes first), as a run of its own: the schedule, lastScheduleTime and the count of
+missed runs are unchanged. A Task without a schedule is refused: use rerun.`,
+		Example: `  kubectl task run nightly-report
+  kubectl task run nightly-report -n reports`,
+	})
+}
+
+func newCancelCommand(o *Options) *cobra.Command {
+	return requestCommand(o, cancelRequest, &cobra.Command{
+		Use:   "cancel NAME",
+		Short: "Stop a Task's active run: its Jobs are deleted and the run ends Failed, without a retry",
+		Long: `Ask the operator to stop the Task's current run, by setting the annotation
+task.example.com/cancel-requested to the current time. It deletes the run's active Jobs (or
+drops the retry it waits for); the run ends Failed with lastError "cancelled at <time> by
+request", without a retry, and a RunCancelled Event says so. A Task with nothing running or
+retrying has nothing to cancel: it is left alone.`,
+		Example: `  kubectl task cancel report
+  kubectl task cancel report -n reports`,
+	})
+}
+
+func requestCommand(o *Options, kind requestKind, cmd *cobra.Command) *cobra.Command {
+	cmd.Args = exactlyOneTask
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := o.connect()
+		if err != nil {
+			return err
+		}
+		return runRequestCommand(cmd.Context(), c, args[0], kind, time.Now(), o.Streams.Out)
+	}
+	return cmd
+}
+
+func runRequestCommand(ctx context.Context, c *clients, name string, kind requestKind, now time.Time, out io.Writer) error {
+	task, err := c.getTask(ctx, name)
+	if err != nil {
+		return err
+	}
+	at := now.UTC().Truncate(time.Second)
+	if err := refuseRequest(task, kind, c.namespace); err != nil {
+		return err
+	}
+	if kind == cancelRequest && !cancellable(task) {
+		fmt.Fprintf(out, "task.example.com/%s is %s: nothing to cancel\n", name, phaseText(task))
+		return nil
+	}
+	key := taskv1.AnnotationRunRequested
+	if kind == cancelRequest {
+		key = taskv1.AnnotationCancelRequested
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: at.Format(time.RFC3339)}}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.tasks.Namespace(c.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return c.taskError(name, err)
+	}
+	stamp := at.Format(time.RFC3339)
+	switch kind {
+	case cancelRequest:
+		fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the active run's Jobs are deleted; it ends Failed without a retry)\n", name, stamp)
+	default:
+		job := fmt.Sprintf("%s-%d-1", name, at.Unix())
+		if len(job) >= 63 {
+			job = "a name of 63 characters ending in -" + fmt.Sprintf("%d-1", at.Unix())
+		}
+		when := "now"
+		if active(task) {
+			when = "once the active run ends"
+		}
+		fmt.Fprintf(out, "task.example.com/%s: run requested at %s; it starts %s as Job %s\n", name, stamp, when, job)
+	}
+	return nil
+}
+
+// refuseRequest is why a request makes no sense for the Task as it stands, or nil.
+func refuseRequest(task *taskv1.Task, kind requestKind, namespace string) error {
+	oneShot := task.Spec.Schedule == nil
+	switch {
+	case kind == runRequest && oneShot:
+		return fmt.Errorf("task %q in namespace %q has no schedule: use rerun to run it again", task.Name, namespace)
+	case kind == rerunRequest && oneShot && !finished(task):
+		return fmt.Errorf("task %q in namespace %q is %s, not finished: rerun it once it Succeeded or Failed (or cancel it first)", task.Name, namespace, phaseText(task))
+	}
+	return nil
+}
+
+func finished(task *taskv1.Task) bool {
+	return task.Status.Phase == taskv1.PhaseSucceeded || task.Status.Phase == taskv1.PhaseFailed
+}
+
+// active says a run of the Task is in progress as far as its status tells.
+func active(task *taskv1.Task) bool {
+	return len(task.Status.ActiveJobs) > 0 || (task.Status.CurrentRun != nil && task.Status.CurrentRun.Outcome == taskv1.RunActive)
+}
+
+// cancellable says a cancel has something to stop: an active run or a retry due.
+func cancellable(task *taskv1.Task) bool {
+	return active(task) || task.Status.Phase == taskv1.PhaseRetrying || task.Status.Phase == taskv1.PhaseQueued
+}
+
+func phaseText(task *taskv1.Task) string {
+	if task.Status.Phase == "" {
+		return "not started yet"
+	}
+	return string(task.Status.Phase)
+}

@@ -1,0 +1,318 @@
+package reconciler
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "example.com/task-operator/apis/v1"
+)
+
+// sim runs the pure decisions the way the reconciler wires them: analyze, plan, carry the plan
+// out on the simulated Jobs (a cancel marks and deletes, a create adds a Job that carries its
+// request), and store the status computed from the result.
+type sim struct {
+	t    *testing.T
+	task *v1.Task
+	jobs []observedJob
+	// lose drops the next status write (the operator died before it).
+	lose bool
+}
+
+func (s *sim) step(now time.Time) plan {
+	s.t.Helper()
+	a := analyze(s.task, s.jobs, now)
+	p := planRuns(s.task, a, s.jobs, now)
+	for _, c := range p.cancel {
+		j := findJob(s.jobs, c.Name)
+		if !j.Deleting {
+			j.Deleting, j.Finished = true, now
+		}
+		j.Cancelled = p.cancelAt
+	}
+	if p.create != nil {
+		j := observedJob{Name: jobName(s.task.Name, *p.create), Run: *p.create, Created: now, State: jobActive, Protected: true}
+		if p.requested {
+			j.Requested = p.create.Scheduled
+		}
+		if findJob(s.jobs, j.Name) != nil {
+			s.t.Fatalf("at %s: planned %s again, whose Job exists", now, j.Name)
+		}
+		s.jobs = append(s.jobs, j)
+		sortJobs(s.jobs)
+	}
+	st := roundTrip(s.t, computeStatus(s.task, s.jobs, now))
+	if s.lose {
+		s.lose = false
+	} else {
+		s.task.Status = st
+	}
+	return p
+}
+
+func (s *sim) finish(name string, state jobState, now time.Time) {
+	j := findJob(s.jobs, name)
+	if j == nil {
+		s.t.Fatalf("no Job %s", name)
+	}
+	j.State, j.Finished = state, now
+	if state == jobFailed {
+		j.Reason = "BackoffLimitExceeded"
+	}
+}
+
+func request(key string, when time.Time) func(*v1.Task) {
+	return func(t *v1.Task) {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[key] = when.UTC().Format(time.RFC3339)
+	}
+}
+
+func created(p plan) string {
+	if p.create == nil {
+		return "nothing"
+	}
+	return p.create.String()
+}
+
+func TestRunRequestRerunsAFinishedOneShotTaskOnce(t *testing.T) {
+	s := &sim{t: t, task: newTask()}
+	s.step(at(1))
+	s.finish(jobName("t", runID{Attempt: 1}), jobSucceeded, at(5))
+	s.step(at(5))
+	if s.task.Status.Phase != v1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded", s.task.Status.Phase)
+	}
+
+	request(v1.AnnotationRunRequested, at(100))(s.task)
+	want := runID{Scheduled: at(100), Attempt: 1}
+	// The status write after the creation is lost: the next reconcile finds the Job, creates
+	// nothing (sim fails on a repeated creation) and records the request.
+	s.lose = true
+	if p := s.step(at(101)); p.create == nil || !p.create.equal(want) || !p.requested {
+		t.Fatalf("the request started %s, want %s", created(p), want)
+	}
+	if p := s.step(at(102)); p.create != nil {
+		t.Fatalf("after a lost status write the request started %s again", created(p))
+	}
+	st := s.task.Status
+	if st.Phase != v1.PhaseRunning || !timeOf(st.RunRequest).Equal(at(100)) || st.LastScheduleTime != nil ||
+		st.CurrentRun == nil || st.CurrentRun.Job.Name != "t-"+strconv.FormatInt(at(100).Unix(), 10)+"-1" {
+		t.Fatalf("status after the rerun started: phase %s runRequest %v lastScheduleTime %v currentRun %+v", st.Phase, st.RunRequest, st.LastScheduleTime, st.CurrentRun)
+	}
+	s.finish(jobName("t", want), jobSucceeded, at(110))
+	s.step(at(110))
+	if p := s.step(at(200)); p.create != nil || s.task.Status.Phase != v1.PhaseSucceeded {
+		t.Fatalf("after the rerun succeeded: started %s, phase %s", created(p), s.task.Status.Phase)
+	}
+}
+
+func TestRerunRetriesAsUsual(t *testing.T) {
+	s := &sim{t: t, task: newTask(maxRetries(1), withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)}), request(v1.AnnotationRunRequested, at(100)))}
+	s.step(at(100))
+	first := jobName("t", runID{Scheduled: at(100), Attempt: 1})
+	s.finish(first, jobFailed, at(105))
+	s.step(at(105))
+	if s.task.Status.Phase != v1.PhaseRetrying {
+		t.Fatalf("phase %s after the rerun's first attempt failed, want Retrying", s.task.Status.Phase)
+	}
+	p := s.step(at(106))
+	if want := (runID{Scheduled: at(100), Attempt: 2}); p.create == nil || !p.create.equal(want) || !p.requested {
+		t.Fatalf("retry started %s (requested %t), want %s", created(p), p.requested, want)
+	}
+	s.finish(jobName("t", *p.create), jobFailed, at(110))
+	s.step(at(110))
+	if s.task.Status.Phase != v1.PhaseFailed {
+		t.Fatalf("phase %s once maxRetries is spent, want Failed", s.task.Status.Phase)
+	}
+}
+
+func TestRunRequestWaitsWhileARunIsActive(t *testing.T) {
+	s := &sim{t: t, task: newTask()}
+	s.step(at(1))
+	request(v1.AnnotationRunRequested, at(10))(s.task)
+	if p := s.step(at(10)); p.create != nil {
+		t.Fatalf("started %s while attempt 1 runs", created(p))
+	}
+	if s.task.Status.RunRequest != nil {
+		t.Fatalf("runRequest %v recorded before its run started", s.task.Status.RunRequest)
+	}
+	s.finish(jobName("t", runID{Attempt: 1}), jobSucceeded, at(20))
+	if p := s.step(at(20)); p.create == nil || !p.create.Scheduled.Equal(at(10)) {
+		t.Fatalf("once nothing runs the request started %s, want the run for %s", created(p), at(10))
+	}
+}
+
+func TestTwoRequestsBeforeTheOperatorSeesThemAreOneRun(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)})
+	s := &sim{t: t, task: newTask(done, request(v1.AnnotationRunRequested, at(100)))}
+	request(v1.AnnotationRunRequested, at(101))(s.task) // the second overwrites the first
+	if p := s.step(at(102)); p.create == nil || !p.create.Scheduled.Equal(at(101)) {
+		t.Fatalf("started %s, want the run for the later request", created(p))
+	}
+	s.finish(jobName("t", runID{Scheduled: at(101), Attempt: 1}), jobSucceeded, at(103))
+	s.step(at(103))
+	if p := s.step(at(104)); p.create != nil {
+		t.Fatalf("started %s: the earlier request is not pending any more", created(p))
+	}
+	request(v1.AnnotationRunRequested, at(105))(s.task) // seen after the first: a second run
+	if p := s.step(at(105)); p.create == nil || !p.create.Scheduled.Equal(at(105)) {
+		t.Fatalf("a request after the first run started %s, want the run for %s", created(p), at(105))
+	}
+}
+
+func TestRunRequestOfAScheduledTaskLeavesTheScheduleAlone(t *testing.T) {
+	for _, cron := range []string{"* * * * *", "@every 1m"} {
+		t.Run(cron, func(t *testing.T) {
+			task := newTask(scheduled(v1.ForbidConcurrent))
+			task.Spec.Schedule.Cron = cron
+			s := &sim{t: t, task: task}
+			if p := s.step(at(60)); p.create == nil || !p.create.Scheduled.Equal(at(60)) {
+				t.Fatalf("the schedule started %s, want the run for %s", created(p), at(60))
+			}
+			s.finish(jobName("t", runID{Scheduled: at(60), Attempt: 1}), jobSucceeded, at(65))
+			s.step(at(65))
+			request(v1.AnnotationRunRequested, at(90))(s.task)
+			p := s.step(at(90))
+			if want := (runID{Scheduled: at(90), Attempt: 1}); p.create == nil || !p.create.equal(want) || !p.requested || p.missed != 0 {
+				t.Fatalf("the request started %s (requested %t, missed %d), want %s", created(p), p.requested, p.missed, want)
+			}
+			st := s.task.Status
+			if !timeOf(st.LastScheduleTime).Equal(at(60)) || !timeOf(st.RunRequest).Equal(at(90)) || !timeOf(st.NextRunTime).Equal(at(120)) {
+				t.Fatalf("lastScheduleTime %v runRequest %v nextRunTime %v, want %s, %s, %s", st.LastScheduleTime, st.RunRequest, st.NextRunTime, at(60), at(90), at(120))
+			}
+			s.finish(jobName("t", runID{Scheduled: at(90), Attempt: 1}), jobSucceeded, at(95))
+			s.step(at(95))
+			p = s.step(at(120))
+			if p.create == nil || !p.create.Scheduled.Equal(at(120)) || p.requested || p.missed != 0 {
+				t.Fatalf("the next schedule time started %s (requested %t, missed %d), want the run for %s, none missed", created(p), p.requested, p.missed, at(120))
+			}
+			if st := s.task.Status; !timeOf(st.LastScheduleTime).Equal(at(120)) || st.MissedRuns != 0 {
+				t.Fatalf("lastScheduleTime %v missedRuns %d after the schedule's run", st.LastScheduleTime, st.MissedRuns)
+			}
+		})
+	}
+}
+
+func TestAScheduleTimeAfterAPendingRequestSatisfiesIt(t *testing.T) {
+	task := newTask(scheduled(v1.AllowConcurrent), withStatus(v1.TaskStatus{
+		ObservedGeneration: 1, LastScheduleTime: mtime(60), CurrentRun: run(60, 1, v1.RunSucceeded, 65),
+		ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)},
+	}), request(v1.AnnotationRunRequested, at(100)))
+	s := &sim{t: t, task: task}
+	if p := s.step(at(121)); p.create == nil || !p.create.Scheduled.Equal(at(120)) || p.requested {
+		t.Fatalf("started %s, want the schedule's run for %s", created(p), at(120))
+	}
+	if st := s.task.Status; !timeOf(st.RunRequest).Equal(at(100)) || !timeOf(st.LastScheduleTime).Equal(at(120)) {
+		t.Fatalf("runRequest %v lastScheduleTime %v: the run for %s answers the request at %s", st.RunRequest, st.LastScheduleTime, at(120), at(100))
+	}
+}
+
+func TestCancelStopsTheActiveRunWithoutARetry(t *testing.T) {
+	s := &sim{t: t, task: newTask()}
+	s.step(at(1))
+	request(v1.AnnotationCancelRequested, at(10))(s.task)
+	p := s.step(at(10))
+	j1 := jobName("t", runID{Attempt: 1})
+	if len(p.cancel) != 1 || p.cancel[0].Name != j1 || p.create != nil {
+		t.Fatalf("cancel deletes %v and starts %s, want %s deleted and nothing started", jobNames(p.cancel), created(p), j1)
+	}
+	if st := s.task.Status; !timeOf(st.CancelRequest).Equal(at(10)) || st.Phase != v1.PhaseRunning {
+		t.Fatalf("cancelRequest %v phase %s: the request is recorded, the Job not judged before deletionSettleTime", st.CancelRequest, st.Phase)
+	}
+	if p := s.step(at(11)); len(p.cancel) != 0 {
+		t.Fatalf("a recorded cancel deletes %v again", jobNames(p.cancel))
+	}
+	s.step(at(10).Add(deletionSettleTime))
+	st := s.task.Status
+	if st.Phase != v1.PhaseFailed || st.NextRunTime != nil || st.LastError != "cancelled at "+at(10).Format(time.RFC3339)+" by request" ||
+		st.CurrentRun == nil || st.CurrentRun.RetryTime != nil {
+		t.Fatalf("after the cancel: phase %s nextRunTime %v lastError %q currentRun %+v; want Failed, no retry", st.Phase, st.NextRunTime, st.LastError, st.CurrentRun)
+	}
+	if p := s.step(at(100)); p.create != nil {
+		t.Fatalf("a cancelled run started %s", created(p))
+	}
+	// A later rerun runs again.
+	request(v1.AnnotationRunRequested, at(200))(s.task)
+	if p := s.step(at(200)); p.create == nil || !p.create.Scheduled.Equal(at(200)) {
+		t.Fatalf("a rerun after the cancel started %s", created(p))
+	}
+}
+
+func TestCancelOfAPendingRetryEndsTheRun(t *testing.T) {
+	s := &sim{t: t, task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseRetrying, Attempts: 1, CurrentRun: retrying(0, 1, 50, 60)}),
+		request(v1.AnnotationCancelRequested, at(55)))}
+	p := s.step(at(61))
+	st := s.task.Status
+	if p.create != nil || st.Phase != v1.PhaseFailed || st.CurrentRun.RetryTime != nil || !timeOf(st.CancelRequest).Equal(at(55)) {
+		t.Fatalf("started %s; phase %s retry %v cancelRequest %v: want nothing started, Failed, no retry", created(p), st.Phase, st.CurrentRun.RetryTime, st.CancelRequest)
+	}
+	if e, ok := cancelledRetryEvent(v1.TaskStatus{CurrentRun: retrying(0, 1, 50, 60)}, st); !ok || e.Reason != v1.EventRunCancelled {
+		t.Fatalf("no RunCancelled Event for the cancelled retry: %+v", e)
+	}
+	if p := s.step(at(100)); p.create != nil || s.task.Status.Phase != v1.PhaseFailed {
+		t.Fatalf("after the cancel is recorded: started %s, phase %s", created(p), s.task.Status.Phase)
+	}
+}
+
+func TestCancelWithNothingActiveIsRecordedAndDoesNothing(t *testing.T) {
+	s := &sim{t: t, task: newTask(withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)}),
+		request(v1.AnnotationCancelRequested, at(60)))}
+	p := s.step(at(61))
+	if st := s.task.Status; p.create != nil || len(p.cancel) != 0 || st.Phase != v1.PhaseSucceeded || !timeOf(st.CancelRequest).Equal(at(60)) {
+		t.Fatalf("started %s, deleted %v, phase %s, cancelRequest %v", created(p), jobNames(p.cancel), st.Phase, st.CancelRequest)
+	}
+}
+
+func TestACancelAtOrAfterAPendingRequestDropsIt(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)})
+	s := &sim{t: t, task: newTask(done, request(v1.AnnotationRunRequested, at(60)), request(v1.AnnotationCancelRequested, at(61)))}
+	p := s.step(at(62))
+	if st := s.task.Status; p.create != nil || !timeOf(st.RunRequest).Equal(at(60)) || !timeOf(st.CancelRequest).Equal(at(61)) {
+		t.Fatalf("started %s; runRequest %v cancelRequest %v: want nothing started, both recorded", created(p), st.RunRequest, st.CancelRequest)
+	}
+	if p := s.step(at(63)); p.create != nil {
+		t.Fatalf("the dropped request started %s later", created(p))
+	}
+}
+
+func TestRequestAnnotations(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50), RunRequest: mtime(40)})
+	tests := []struct {
+		name    string
+		value   string
+		now     time.Time
+		run     time.Time
+		runAt   time.Time
+		invalid string
+	}{
+		{name: "none", now: at(100)},
+		{name: "pending", value: at(60).Format(time.RFC3339), now: at(100), run: at(60)},
+		{name: "with an offset", value: at(60).In(time.FixedZone("x", 3600)).Format(time.RFC3339), now: at(100), run: at(60)},
+		{name: "honoured already", value: at(40).Format(time.RFC3339), now: at(100)},
+		{name: "older than the one honoured", value: at(30).Format(time.RFC3339), now: at(100)},
+		{name: "later than the clock: waits", value: at(200).Format(time.RFC3339), now: at(100), runAt: at(200)},
+		{name: "not a time", value: "now", now: at(100), invalid: `annotation task.example.com/run-requested of Task t is "now", not an RFC 3339 time`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			task := newTask(done)
+			if tc.value != "" {
+				task.Annotations = map[string]string{v1.AnnotationRunRequested: tc.value}
+			}
+			q := readRequests(task, storedRecord(task), tc.now)
+			if !q.run.Equal(tc.run) || !q.runAt.Equal(tc.runAt) {
+				t.Errorf("pending %v, waiting for %v; want %v, %v", q.run, q.runAt, tc.run, tc.runAt)
+			}
+			switch {
+			case tc.invalid == "" && len(q.invalid) > 0:
+				t.Errorf("unexpected error %v", q.invalid)
+			case tc.invalid != "" && (len(q.invalid) != 1 || !strings.Contains(q.invalid[0].Error(), tc.invalid)):
+				t.Errorf("errors %v, want one saying %q", q.invalid, tc.invalid)
+			}
+		})
+	}
+}
