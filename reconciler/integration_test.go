@@ -84,33 +84,6 @@ func TestSuccess(t *testing.T) {
 		return slices.Contains(reasons, v1.EventJobCreated) && slices.Contains(reasons, v1.EventSucceeded), fmt.Errorf("reasons: %v", reasons)
 	})
 	checkMetrics(t)
-	if n := taskRuns(t, e.ns, task.Name, v1.RunSucceeded); n != 1 {
-		t.Errorf("taskoperator_task_runs_total{namespace=%q,task=%q,outcome=Succeeded} = %v, want 1", e.ns, task.Name, n)
-	}
-}
-
-// taskRuns is the Task's taskoperator_task_runs_total for outcome.
-func taskRuns(t *testing.T, namespace, name string, outcome v1.RunOutcome) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gather metrics: %v", err)
-	}
-	for _, f := range families {
-		if f.GetName() != "taskoperator_task_runs_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == namespace && labels["task"] == name && labels["outcome"] == string(outcome) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }
 
 // checkMetrics reads the controller's metrics from controller-runtime's registry.

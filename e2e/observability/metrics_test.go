@@ -67,9 +67,17 @@ func TestDashboardAndAlertsQueryExportedMetrics(t *testing.T) {
 		for _, s := range samples {
 			exported[s.Name] = true
 		}
+		// The run of "once" is counted where its outcome is recorded.
+		if !slices.ContainsFunc(samples, func(s testenv.Sample) bool {
+			return s.Name == "taskoperator_task_runs_total" && s.Labels["namespace"] == ns && s.Labels["task"] == "once" &&
+				s.Labels["outcome"] == string(taskv1.RunSucceeded) && s.Value == 1
+		}) {
+			return false, fmt.Errorf("taskoperator_task_runs_total of Task once is not 1 Succeeded")
+		}
 		for _, want := range []struct{ metric, task string }{
 			{"taskoperator_task_last_success_timestamp_seconds", "once"},
 			{"taskoperator_task_next_run_timestamp_seconds", "scheduled"},
+			{"taskoperator_task_last_run_duration_seconds", "once"},
 		} {
 			if !slices.ContainsFunc(samples, func(s testenv.Sample) bool {
 				return s.Name == want.metric && s.Labels["namespace"] == ns && s.Labels["task"] == want.task
