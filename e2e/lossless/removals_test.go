@@ -201,6 +201,39 @@ func (s removalScenario) drops(f feature) bool {
 }
 
 // kept are the features A still applies in full.
+// deletedWhole are the v1 objects a client-side apply deletes whole: kubectl's three-way merge
+// patch sets to null an object its last apply had and its manifest no longer has, with what
+// other managers wrote in it (as at one version: the twin then holds what that leaves).
+// Server-side apply removes fields one by one.
+func (s removalScenario) deletedWhole() []string {
+	if s.applier.serverSide {
+		return nil
+	}
+	second := manifestAt(s.version, s.runner, "", "", s.kept(), s.trim)
+	var out []string
+	for _, f := range s.drop {
+		if s.trim[f.name] || f.at[s.version] != f.hub {
+			continue // a list item goes alone; a path of an old version is not the hub's
+		}
+		// kubectl nulls the highest object the new manifest lacks.
+		gone := ""
+		for p := parentOf(f.hub); p != "spec" && field(second, p) == nil; p = parentOf(p) {
+			gone = p
+		}
+		if gone != "" && !slices.Contains(out, gone) {
+			out = append(out, gone)
+		}
+	}
+	return out
+}
+
+func parentOf(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i > 0 {
+		return path[:i]
+	}
+	return path
+}
+
 func (s removalScenario) kept() []feature {
 	var out []feature
 	for _, f := range s.has {
@@ -331,6 +364,9 @@ func (s removalScenario) run(ctx context.Context, ns, name string) error {
 			return fmt.Errorf("on the twin, written at %s only, dropped %s is %v: neither absent nor a default", s.version, f.name, ref)
 		}
 		setField(want, f.hub, clone(ref))
+	}
+	for _, parent := range s.deletedWhole() {
+		setField(want, parent, clone(field(reference.Object, parent)))
 	}
 	for _, part := range []string{"spec", "status"} {
 		if diff := cmp.Diff(want[part], after.Object[part]); diff != "" {
