@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"example.com/task-operator/config"
 )
 
 func TestAPIServerMetricsAreReadPerVersion(t *testing.T) {
@@ -117,5 +121,20 @@ func TestRewrittenRefsMoveOnlyTheGroupsKind(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestTheShippedWarningIsTheDefaultOne(t *testing.T) {
+	crd := &apix.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(config.CRD, crd); err != nil {
+		t.Fatal(err)
+	}
+	v, err := versionOf(crd, "v1alpha1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultWarning(crd.Spec.Group, crd.Spec.Names.Kind, "v1alpha1", storageVersion(crd))
+	if !v.Deprecated || v.DeprecationWarning == nil || *v.DeprecationWarning != want {
+		t.Errorf("the CRD's v1alpha1: deprecated %t, warning %v; want the warning %q (the marker on apis/v1alpha1)", v.Deprecated, v.DeprecationWarning, want)
 	}
 }
