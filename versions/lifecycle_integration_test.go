@@ -273,7 +273,9 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	})
 }
 
-func isLegacyWriter(e versions.UsageEntry) bool { return e.User == legacyUser && e.Agent == legacyManager }
+func isLegacyWriter(e versions.UsageEntry) bool {
+	return e.User == legacyUser && e.Agent == legacyManager
+}
 
 // requireBlocked fails unless err is a refusal with exactly the blockers checks.
 func requireBlocked(t *testing.T, err error, checks ...string) *versions.BlockedError {
