@@ -125,10 +125,26 @@ func (env *testEnv) restartOperator(ctx context.Context, t testing.TB, name stri
 		}
 		_ = op.Stop(15 * time.Second)
 	})
-	if err := testenv.WaitWebhooks(ctx, env.cfg, 2*time.Minute); err != nil {
+	if err := env.waitWebhooks(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return op
+}
+
+// waitWebhooks waits until the apiserver reaches the operator's webhooks: a server-side dry
+// run of a create at v1beta1 (served whatever the walk retired) passes the conversion and the
+// admission webhooks only then.
+func (env *testEnv) waitWebhooks(ctx context.Context) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1beta1", "kind": taskv1.Kind,
+		"metadata": map[string]any{"name": "webhook-probe", "namespace": metav1.NamespaceDefault},
+		"spec":     map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}},
+	}}
+	tasks := env.upgrade.Tasks("v1beta1", metav1.NamespaceDefault)
+	return testenv.Poll(ctx, 2*time.Minute, 250*time.Millisecond, "the apiserver to reach the webhooks", func(ctx context.Context) (bool, error) {
+		_, err := tasks.Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, err
+	})
 }
 
 // waitStoredAtV1 waits until the apiserver stores new Tasks at v1.
@@ -237,4 +253,20 @@ func (env *testEnv) callsPerWrite(ctx context.Context, t testing.TB, ns, name st
 		}
 	}
 	return (env.conversions(ctx, t) - before) / float64(writes)
+}
+
+// deleteTasks deletes every Task of ns and waits until they are gone.
+func (env *testEnv) deleteTasks(ctx context.Context, t testing.TB, ns string) {
+	t.Helper()
+	tasks := env.upgrade.Tasks("v1", ns)
+	if err := tasks.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "the Tasks of "+ns+" to be deleted", func(ctx context.Context) (bool, error) {
+		list, err := tasks.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(list.Items) == 0, fmt.Errorf("%d left", len(list.Items))
+	})
 }

@@ -271,6 +271,10 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 			t.Fatal("the operator exited")
 		}
 	})
+
+	// The Tasks go while the operator still runs to take off its finalizers, so that the next
+	// test can replace the CRD.
+	env.deleteTasks(ctx, t, ns)
 }
 
 func isLegacyWriter(e versions.UsageEntry) bool {

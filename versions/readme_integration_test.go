@@ -51,4 +51,5 @@ func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 	if !served(ctx, t, env.cfg, "v1alpha1") {
 		t.Errorf("v1alpha1 not served after the rollback block")
 	}
+	env.deleteTasks(ctx, t, ns)
 }

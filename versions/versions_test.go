@@ -3,6 +3,7 @@ package versions
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,26 @@ func TestTheShippedWarningIsTheDefaultOne(t *testing.T) {
 	want := DefaultWarning(crd.Spec.Group, crd.Spec.Names.Kind, "v1alpha1", storageVersion(crd))
 	if !v.Deprecated || v.DeprecationWarning == nil || *v.DeprecationWarning != want {
 		t.Errorf("the CRD's v1alpha1: deprecated %t, warning %v; want the warning %q (the marker on apis/v1alpha1)", v.Deprecated, v.DeprecationWarning, want)
+	}
+}
+
+func TestCommandRefusesBadArgumentsNamingThem(t *testing.T) {
+	tests := []struct {
+		sub  string
+		args []string
+		want string
+	}{
+		{"retire", nil, "versions retire: want one VERSION argument, got 0"},
+		{"serve", []string{"a", "b"}, "versions serve: want one VERSION argument, got 2"},
+		{"status", []string{"v1"}, "versions status takes no arguments"},
+		{"drop", nil, `unknown subcommand "drop"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			err := Command(t.Context(), nil, tt.sub, tt.args, Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to say %q", err, tt.want)
+			}
+		})
 	}
 }
