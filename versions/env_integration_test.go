@@ -245,14 +245,32 @@ func (env *testEnv) conversions(ctx context.Context, t testing.TB) float64 {
 func (env *testEnv) callsPerWrite(ctx context.Context, t testing.TB, ns, name string, writes int) float64 {
 	t.Helper()
 	tasks := env.upgrade.Tasks("v1", ns)
-	before := env.conversions(ctx, t)
+	before := env.settledConversions(ctx, t)
 	for i := range writes {
 		patch := fmt.Sprintf(`{"metadata":{"labels":{"probe":"w-%d-%d"}}}`, time.Now().UnixNano(), i)
 		if _, err := tasks.Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return (env.conversions(ctx, t) - before) / float64(writes)
+	return (env.settledConversions(ctx, t) - before) / float64(writes)
+}
+
+// settledConversions waits until the apiserver stops calling the conversion webhook (after a
+// change of the CRD its new watch caches convert every object again, and the watch caches
+// convert a write's event after the write returned) and returns the count of calls.
+func (env *testEnv) settledConversions(ctx context.Context, t testing.TB) float64 {
+	t.Helper()
+	last := -1.0
+	testenv.Eventually(t, 2*time.Minute, "conversion calls to stop", func(ctx context.Context) (bool, error) {
+		n := env.conversions(ctx, t)
+		settled := n == last
+		last = n
+		if !settled {
+			time.Sleep(time.Second)
+		}
+		return settled, nil
+	})
+	return last
 }
 
 // deleteTasks deletes every Task of ns and waits until they are gone.
@@ -268,5 +286,29 @@ func (env *testEnv) deleteTasks(ctx context.Context, t testing.TB, ns string) {
 			return false, err
 		}
 		return len(list.Items) == 0, fmt.Errorf("%d left", len(list.Items))
+	})
+}
+
+// waitGarbageCollector waits until the garbage collector collects a dependent of a Task: it
+// starts watching a resource only at its next discovery pass (every 30s) after the resource
+// appears, and until then polls an owner it has not observed with a GET at the version the
+// ownerReference names, which a retirement's checks would count as a client at that version.
+func (env *testEnv) waitGarbageCollector(ctx context.Context, t testing.TB, ns string) {
+	t.Helper()
+	tasks := env.upgrade.Tasks("v1", ns)
+	owner, err := tasks.Create(ctx, v1Task(ns, "gc-probe", true), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := env.kube.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, ownedConfigMap(ns, "gc-probe", "example.com/v1", owner), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tasks.Delete(ctx, owner.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "the garbage collector to collect a Task's dependent", func(ctx context.Context) (bool, error) {
+		_, err := cms.Get(ctx, "gc-probe", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
 	})
 }

@@ -47,6 +47,7 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	keys := env.previousRelease(ctx, t, ns, 12)
 	op := env.startOperator(ctx, t, "walk")
 	env.waitStoredAtV1(ctx, t)
+	env.waitGarbageCollector(ctx, t, ns)
 
 	alpha := env.upgrade.Tasks("v1alpha1", ns)
 	legacy := impersonated(t, env.cfg, legacyUser)
@@ -62,8 +63,10 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	var owner *unstructured.Unstructured
 	step(t, "the previous release's users", func(t *testing.T) {
 		applyLegacy(t, 0)
+		// A suspended Task (no finalizer, no runs), so that only the garbage collector decides
+		// when its dependent goes.
 		var err error
-		if owner, err = alpha.Get(ctx, strings.TrimPrefix(keys[0], ns+"/"), metav1.GetOptions{}); err != nil {
+		if owner, err = env.upgrade.Tasks("v1", ns).Create(ctx, v1Task(ns, "owner", true), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		cm := ownedConfigMap(ns, "owned-through-v1alpha1", "example.com/v1alpha1", owner)
@@ -71,8 +74,6 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	stopWatch := env.watchAt(t, "v1alpha1")
-
 	step(t, "migrate", func(t *testing.T) {
 		sum, err := migrate.Run(ctx, env.cfg, migrate.Options{})
 		if err != nil || !sum.Trimmed {
@@ -95,6 +96,9 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 			return strings.Contains(stderr, "Warning: "+warning), fmt.Errorf("stderr: %q", stderr)
 		})
 	})
+
+	// After the deprecation: a change of the CRD's spec closes every watch on it.
+	stopWatch := env.watchAt(t, "v1alpha1")
 
 	step(t, "the report names the watcher, the writer, the fields and the dependent", func(t *testing.T) {
 		r := env.awaitReport(t, "the report to show the v1alpha1 watch and writer", func(r *versions.Report) error {
@@ -202,22 +206,30 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	})
 
 	step(t, "everything works with v1alpha1 unserved", func(t *testing.T) {
-		env.requireWorking(ctx, t, ns, "retired", len(keys)+2)
+		env.requireWorking(ctx, t, ns, "retired", len(keys)+3)
 		// The garbage collector still collects the dependent: its reference names v1 now.
 		if err := env.upgrade.Tasks("v1", ns).Delete(ctx, owner.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, 2*time.Minute, "the garbage collector to delete the dependent ConfigMap", func(ctx context.Context) (bool, error) {
-			_, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "owned-through-v1alpha1", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), err
+			cm, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "owned-through-v1alpha1", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			_, ownerErr := env.upgrade.Tasks("v1", ns).Get(ctx, owner.GetName(), metav1.GetOptions{})
+			return false, fmt.Errorf("the ConfigMap is there with ownerReferences %+v; the owner: %v", cm.OwnerReferences, ownerErr)
 		})
 	})
 
+	// A restarted operator applies its CRD (--install-crd) again; it lives as long as the walk.
+	if err := op.Stop(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	op = env.restartOperator(ctx, t, "walk-restarted")
 	step(t, "a restarted operator applying its CRD keeps v1alpha1 unserved", func(t *testing.T) {
-		if err := op.Stop(15 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-		op = env.restartOperator(ctx, t, "walk-restarted")
 		if served(ctx, t, env.cfg, "v1alpha1") {
 			t.Fatal("the operator's --install-crd served v1alpha1 again")
 		}
@@ -354,7 +366,7 @@ func (env *testEnv) requireWorking(ctx context.Context, t *testing.T, ns, suffix
 	}
 	apply := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Task",
-		"metadata": map[string]any{"namespace": ns, "name": "applied", "labels": map[string]any{"applied-at": suffix}},
+		"metadata": map[string]any{"namespace": ns, "name": "applied", "labels": map[string]any{"applied-at-" + suffix: "true"}},
 	}}
 	if _, err := env.dyn.Resource(taskv1.ResourceAt("v1")).Namespace(ns).Apply(ctx, "applied", apply,
 		metav1.ApplyOptions{FieldManager: "new-applier-" + suffix}); err != nil {

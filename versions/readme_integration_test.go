@@ -21,6 +21,7 @@ func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 	keys := env.previousRelease(ctx, t, ns, 6)
 	env.startOperator(ctx, t, "readme")
 	env.waitStoredAtV1(ctx, t)
+	env.waitGarbageCollector(ctx, t, ns)
 	owner, err := env.upgrade.Tasks("v1alpha1", ns).Get(ctx, strings.TrimPrefix(keys[0], ns+"/"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"example.com/task-operator/migrate"
@@ -440,6 +441,28 @@ func Serve(ctx context.Context, cfg *rest.Config, version string, opts Options) 
 	if err := c.waitDiscovery(ctx, crd.Spec.Group+"/"+version, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.Out, "%s served again: discovery lists %s/%s\n", version, crd.Spec.Group, version)
+	if err := c.waitReadable(ctx, crdGVR(crd, version)); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%s served again: discovery lists %s/%s and Tasks read at it\n", version, crd.Spec.Group, version)
 	return nil
+}
+
+// waitReadable waits until a LIST at gvr succeeds: after a change of the CRD the apiserver
+// answers "storage is (re)initializing" until the version's watch cache has listed every
+// object again, each one converted.
+func (c *clients) waitReadable(ctx context.Context, gvr schema.GroupVersionResource) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultDiscoveryTimeout)
+	defer cancel()
+	for {
+		_, err := c.meta.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s still not readable: %w", resourceName(gvr), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
