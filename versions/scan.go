@@ -77,6 +77,8 @@ func (c *clients) scanTasks(ctx context.Context, s *scan, gvr schema.GroupVersio
 				byVersion[v] = append(byVersion[v], e.Manager)
 			}
 			for v, managers := range byVersion {
+				slices.Sort(managers) // one manager may hold an entry for the object and one for its status
+				managers = slices.Compact(managers)
 				s.fields[v] = append(s.fields[v], ManagedFieldsAt{Namespace: obj.Namespace, Name: obj.Name, Managers: managers})
 			}
 		}
