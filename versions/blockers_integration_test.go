@@ -155,3 +155,50 @@ func TestResourcesTheToolMayNotListAreNamedAndBlock(t *testing.T) {
 		t.Errorf("the refusal does not name configmaps: %v", err)
 	}
 }
+
+// TestRetireRefusesWhileAClientWritesAtTheVersion retires v1alpha1 while a client keeps
+// patching a Task at it (no operator runs, so no webhook records the writer): the apiserver's
+// request counters, watched for a second, show the writes and the retirement refuses, naming
+// the verbs; v1alpha1 stays served and every write succeeded.
+func TestRetireRefusesWhileAClientWritesAtTheVersion(t *testing.T) {
+	env := cluster(t)
+	ctx := t.Context()
+	const ns = "versions-race"
+	keys := env.previousRelease(ctx, t, ns, 1)
+	if err := env.upgrade.UpgradeCRD(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrateAll(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(keys[0], ns+"/")
+	writerCtx, stop := context.WithCancel(ctx)
+	writes := make(chan error, 1)
+	go func() {
+		tasks := env.upgrade.Tasks("v1alpha1", ns)
+		for i := 0; ; i++ {
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"racer":"w-%d"}}}`, i)
+			if _, err := tasks.Patch(writerCtx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+				if writerCtx.Err() != nil {
+					err = nil
+				}
+				writes <- err
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	_, err := versions.Retire(ctx, env.cfg, "v1alpha1", versions.Options{Observe: time.Second})
+	stop()
+	if werr := <-writes; werr != nil {
+		t.Errorf("a write at v1alpha1 failed during the checks: %v", werr)
+	}
+	var blocked *versions.BlockedError
+	if !errors.As(err, &blocked) || !blocked.Has("requests") || !strings.Contains(err.Error(), "PATCH") {
+		t.Fatalf("retire during writes: %v; want it refused naming the PATCHes", err)
+	}
+	t.Logf("refused: %v", err)
+	if !served(ctx, t, env.cfg, "v1alpha1") {
+		t.Error("v1alpha1 not served after a refused retirement")
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/migrate"
 	"example.com/task-operator/versions"
 )
 
@@ -311,4 +312,9 @@ func (env *testEnv) waitGarbageCollector(ctx context.Context, t testing.TB, ns s
 		_, err := cms.Get(ctx, "gc-probe", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
+}
+
+// migrateAll runs the storage migration with defaults.
+func migrateAll(ctx context.Context, env *testEnv) (migrate.Summary, error) {
+	return migrate.Run(ctx, env.cfg, migrate.Options{})
 }
