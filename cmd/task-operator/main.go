@@ -2,7 +2,7 @@
 //
 //	task-operator [manager] [flags]  run the controller and webhooks (the default)
 //	task-operator migrate [flags]    rewrite stored Tasks at v1 and trim storedVersions
-//	task-operator versions SUB ...  report, deprecate, retire or re-serve an API version
+//	task-operator versions SUB ...   report, deprecate, retire or re-serve an API version
 //	task-operator http [flags]       perform one HTTP call (the runner inside HTTP Task pods)
 //	task-operator version            print the version (also --version)
 package main
