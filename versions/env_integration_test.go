@@ -208,7 +208,7 @@ func (env *testEnv) status(t testing.TB, opts versions.Options) *versions.Report
 func (env *testEnv) awaitReport(t testing.TB, what string, cond func(*versions.Report) error) *versions.Report {
 	t.Helper()
 	var last *versions.Report
-	testenv.Eventually(t, time.Minute, what, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, error) {
 		r, err := versions.Status(ctx, env.cfg, versions.Options{})
 		if err != nil {
 			return false, err

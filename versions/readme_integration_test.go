@@ -47,6 +47,20 @@ func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 		}
 	}
 	testenv.RunREADME(t, env.cp, "retire-deprecate", blocks["retire-deprecate"], time.Minute)
+	// Deprecating changes the CRD, which closes every watch; a controller of
+	// kube-controller-manager may watch at v1alpha1 again until its next discovery pass, and
+	// the retire block would rightly refuse. Wait until no watch has been open there for a while.
+	quiet := 0
+	env.awaitReport(t, "no watch at v1alpha1 after the deprecation, three reports in a row", func(r *versions.Report) error {
+		if w := r.Version("v1alpha1").LiveWatches; w != 0 {
+			quiet = 0
+			return fmt.Errorf("%v watches open at v1alpha1", w)
+		}
+		if quiet++; quiet < 3 {
+			return fmt.Errorf("quiet for %d reports", quiet)
+		}
+		return nil
+	})
 	out = testenv.RunREADME(t, env.cp, "retire", blocks["retire"], 3*time.Minute)
 	if !strings.Contains(out, "v1alpha1 is no longer served") || served(ctx, t, env.cfg, "v1alpha1") {
 		t.Errorf("v1alpha1 still served after the retire block")
