@@ -31,7 +31,7 @@ generate: ## Generate deepcopy code for the API types.
 manifests: ## Generate the CRD, RBAC roles and webhook configurations under config/ (and the chart's copies).
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./reconciler/... paths=./webhook paths=./webhook/cert/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=task-operator-local-role paths=./webhook/local/... output:rbac:artifacts:config=config/local
 	@# The Helm chart templates these generated files (and the alerts and dashboard) rather than copies of its own.
 	cp config/crd/bases/example.com_tasks.yaml charts/task-operator/files/crd.yaml

@@ -110,10 +110,14 @@ func withRunFinalizer(task map[string]any) {
 
 // Validator checks what neither the OpenAPI schema nor CEL can: that a cron expression parses,
 // a time zone exists (taskv1.Validate), and that the Task stays readable at every old version
-// (conversion.CheckReadable).
-type Validator struct{}
+// (conversion.CheckReadable). It also counts the write per version and user (UsageRecorder;
+// Usage may be nil: the metric is counted all the same).
+type Validator struct {
+	Usage *UsageRecorder
+}
 
-func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+	v.Usage.observe(req)
 	obj, err := conversion.DecodeObject(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)

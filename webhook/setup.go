@@ -52,6 +52,10 @@ type Options struct {
 	// attack surface (stream resets, CVE-2023-44487).
 	EnableHTTP2 bool
 
+	// UsageInterval is how often the record of writes per version and user is written to the
+	// ConfigMap versions.UsageConfigMap in Namespace; 0 keeps no record (the metric stays).
+	UsageInterval time.Duration
+
 	LeaderElection    bool
 	CertValidity      time.Duration
 	CertLookahead     time.Duration
@@ -73,6 +77,7 @@ func DefaultOptions() Options {
 		CertValidity:         90 * 24 * time.Hour,
 		CertLookahead:        30 * 24 * time.Hour,
 		CertCheckInterval:    12 * time.Hour,
+		UsageInterval:        time.Minute,
 	}
 }
 
@@ -131,7 +136,14 @@ func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	server := mgr.GetWebhookServer()
 	server.Register("/convert", conversion.NewHandler())
 	server.Register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
-	server.Register(validatePath, &crwebhook.Admission{Handler: Validator{}})
+	var usage *UsageRecorder
+	if o.UsageInterval > 0 {
+		usage = NewUsageRecorder(mgr.GetClient(), o.Namespace, o.UsageInterval)
+		if err := mgr.Add(usage); err != nil {
+			return fmt.Errorf("add the version usage record: %w", err)
+		}
+	}
+	server.Register(validatePath, &crwebhook.Admission{Handler: Validator{Usage: usage}})
 	started := mgr.GetWebhookServer().StartedChecker()
 	ready := func(req *http.Request) error {
 		if o.SelfManagedCerts && !served.Loaded() {

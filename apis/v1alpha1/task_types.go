@@ -58,7 +58,11 @@ type TaskStatus struct {
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
 }
 
+// v1alpha1 is deprecated: the apiserver sends the warning below on every request at it (kubectl
+// prints it); versions.DefaultWarning writes the same one, and a test keeps them equal.
+
 // Task runs a shell script or an HTTP GET as Kubernetes Jobs.
+// +kubebuilder:deprecatedversion:warning="example.com/v1alpha1 Task is deprecated and will stop being served; use example.com/v1 (task-operator versions status shows who still uses v1alpha1)"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tsk,categories=tasks

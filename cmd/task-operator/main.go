@@ -2,6 +2,7 @@
 //
 //	task-operator [manager] [flags]  run the controller and webhooks (the default)
 //	task-operator migrate [flags]    rewrite stored Tasks at v1 and trim storedVersions
+//	task-operator versions SUB ...   report, deprecate, retire or re-serve an API version
 //	task-operator http [flags]       perform one HTTP call (the runner inside HTTP Task pods)
 //	task-operator version            print the version (also --version)
 package main
@@ -36,16 +37,18 @@ func run(args []string) int {
 		return runManager(rest)
 	case "migrate":
 		return runMigrate(rest)
+	case "versions":
+		return runVersions(rest)
 	case "http":
 		return runHTTP(rest)
 	case "version":
 		fmt.Println(version.Get())
 		return 0
 	case "help":
-		fmt.Println("usage: task-operator [manager|migrate|http|version] [flags]; -h after a command lists its flags")
+		fmt.Println("usage: task-operator [manager|migrate|versions|http|version] [flags]; -h after a command lists its flags")
 		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "task-operator: unknown command %q (want manager, migrate or http)\n", command)
+		fmt.Fprintf(os.Stderr, "task-operator: unknown command %q (want manager, migrate, versions or http)\n", command)
 		return 2
 	}
 }

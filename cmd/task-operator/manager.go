@@ -94,6 +94,7 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.StringVar(&f.reconciler.RunnerImage, "runner-image", envOr("RUNNER_IMAGE", reconciler.DefaultRunnerImage), "this operator's image, which runs HTTP Tasks (default $RUNNER_IMAGE)")
 	fs.StringVar(&f.certManagement, "cert-management", "self", "webhook certificates: self (created, rotated and injected by the operator) or external (cert-manager)")
 	fs.BoolVar(&f.webhook.EnableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook and metrics servers (off: HTTP/1.1 only, which is what the apiserver uses for a webhook behind a Service)")
+	fs.DurationVar(&f.webhook.UsageInterval, "usage-record-interval", f.webhook.UsageInterval, "how often the validating webhook writes its record of Task writes per API version and user to the ConfigMap task-operator-version-usage (read by task-operator versions status); 0 keeps none")
 	fs.StringVar(&f.webhook.Host, "webhook-host", "", "address the webhook server binds to")
 	fs.IntVar(&f.webhook.Port, "webhook-port", f.webhook.Port, "webhook server port")
 	fs.StringVar(&f.webhook.CertDir, "webhook-cert-dir", f.webhook.CertDir, "directory of tls.crt and tls.key")

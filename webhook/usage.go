@@ -1,0 +1,244 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"example.com/task-operator/versions"
+)
+
+// The validating webhook sees every write of a Task, at every version, status included (the
+// mutating one is spared v1 status writes), with the version the client wrote at and who it
+// is: it counts them, for `task-operator versions` to tell who still writes at an old version.
+// Reads and deletes never reach admission; the apiserver's own metrics and audit log are the
+// only record of those.
+//
+// The ConfigMap the record is kept in (one data key per replica):
+// +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=configmaps,resourceNames=task-operator-version-usage,verbs=patch
+
+// admissionRequests counts admitted writes by the version written at, the operation and a
+// class of user with a handful of values, so that its cardinality stays bounded whoever the
+// clients are; the record names them.
+var admissionRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "taskoperator_admission_requests_total",
+	Help: "Task writes admitted by the validating webhook, by the API version the client wrote at, the operation (CREATE, UPDATE) and the class of user (serviceaccount, node, system, user).",
+}, []string{"version", "operation", "user_class"})
+
+func init() { metrics.Registry.MustRegister(admissionRequests) }
+
+// userClass maps a user name to a bounded label value.
+func userClass(user string) string {
+	switch {
+	case strings.HasPrefix(user, "system:serviceaccount:"):
+		return "serviceaccount"
+	case strings.HasPrefix(user, "system:node:"):
+		return "node"
+	case strings.HasPrefix(user, "system:"):
+		return "system"
+	default:
+		return "user"
+	}
+}
+
+// UsageRecorder keeps the rolling record of writes per version, user and field manager, and
+// writes it to the ConfigMap versions.UsageConfigMap at most once per interval, under this
+// replica's key, when it changed. The record holds at most versions.MaxUsageEntries entries:
+// the one seen least recently makes room.
+type UsageRecorder struct {
+	c         client.Client
+	namespace string
+	interval  time.Duration
+	replica   string
+	now       func() time.Time
+
+	mu      sync.Mutex
+	since   time.Time
+	entries map[usageKey]*versions.UsageEntry
+	evicted int
+	dirty   bool
+}
+
+type usageKey struct{ version, user, agent string }
+
+// NewUsageRecorder records into namespace's ConfigMap through c every interval.
+func NewUsageRecorder(c client.Client, namespace string, interval time.Duration) *UsageRecorder {
+	host, _ := os.Hostname()
+	return &UsageRecorder{
+		c: c, namespace: namespace, interval: interval, replica: configMapKey(host), now: time.Now,
+		since: time.Now().UTC(), entries: map[usageKey]*versions.UsageEntry{},
+	}
+}
+
+var badKeyChars = regexp.MustCompile(`[^-._a-zA-Z0-9]`)
+
+func configMapKey(s string) string {
+	if s = badKeyChars.ReplaceAllString(s, "_"); s == "" {
+		return "operator"
+	}
+	return s
+}
+
+// observe counts one admission request; dry runs are not writes and are not counted.
+func (r *UsageRecorder) observe(req admission.Request) {
+	if req.DryRun != nil && *req.DryRun {
+		return
+	}
+	version := req.Kind.Version
+	if req.RequestKind != nil {
+		version = req.RequestKind.Version
+	}
+	admissionRequests.WithLabelValues(version, string(req.Operation), userClass(req.UserInfo.Username)).Inc()
+	if r == nil {
+		return
+	}
+	k := usageKey{version: version, user: req.UserInfo.Username, agent: agentOf(req, version)}
+	now := r.now().UTC().Truncate(time.Second)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirty = true
+	if e, ok := r.entries[k]; ok {
+		e.Count++
+		e.Last = now
+		return
+	}
+	if len(r.entries) >= versions.MaxUsageEntries {
+		r.evictOldest()
+	}
+	r.entries[k] = &versions.UsageEntry{Version: k.version, User: k.user, Agent: k.agent, Count: 1, First: now, Last: now}
+}
+
+func (r *UsageRecorder) evictOldest() {
+	var oldest usageKey
+	var at time.Time
+	for k, e := range r.entries {
+		if at.IsZero() || e.Last.Before(at) {
+			oldest, at = k, e.Last
+		}
+	}
+	delete(r.entries, oldest)
+	r.evicted++
+}
+
+// agentOf names the write's agent: the field manager the client gave, else the manager of the
+// newest managedFields entry at the version written (the apiserver records it before
+// admission, defaulted from the user agent), else "".
+func agentOf(req admission.Request, version string) string {
+	var opts struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil && opts.FieldManager != "" {
+		return opts.FieldManager
+	}
+	var obj struct {
+		Metadata struct {
+			ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(req.Object.Raw, &obj) != nil {
+		return ""
+	}
+	agent, newest := "", time.Time{}
+	sub := req.SubResource
+	for _, e := range obj.Metadata.ManagedFields {
+		if !strings.HasSuffix(e.APIVersion, "/"+version) || e.Subresource != sub || e.Time == nil {
+			continue
+		}
+		if req.Operation == admissionv1.Create || !e.Time.Time.Before(newest) {
+			agent, newest = e.Manager, e.Time.Time
+		}
+	}
+	return agent
+}
+
+// snapshot is the record as it stands, most recently seen first, and whether it changed
+// since the last snapshot.
+func (r *UsageRecorder) snapshot() (versions.UsageRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := versions.UsageRecord{Replica: r.replica, Since: r.since, Updated: r.now().UTC().Truncate(time.Second), Evicted: r.evicted}
+	for _, e := range r.entries {
+		rec.Entries = append(rec.Entries, *e)
+	}
+	slices.SortFunc(rec.Entries, func(a, b versions.UsageEntry) int {
+		if c := b.Last.Compare(a.Last); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Version+a.User+a.Agent, b.Version+b.User+b.Agent)
+	})
+	dirty := r.dirty
+	r.dirty = false
+	return rec, dirty
+}
+
+// Start writes the record every interval until ctx ends, and once more then. Every replica
+// records what it admitted, so it needs no leader election.
+func (r *UsageRecorder) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("usage-record")
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := r.flush(flushCtx); err != nil {
+				log.Error(err, "write the version usage record at shutdown")
+			}
+			return nil
+		case <-tick.C:
+			if err := r.flush(ctx); err != nil {
+				log.Error(err, "write the version usage record")
+			}
+		}
+	}
+}
+
+// NeedLeaderElection is false: see Start.
+func (r *UsageRecorder) NeedLeaderElection() bool { return false }
+
+func (r *UsageRecorder) flush(ctx context.Context) error {
+	rec, dirty := r.snapshot()
+	if !dirty {
+		return nil
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{r.replica: string(raw)}})
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: versions.UsageConfigMap}}
+	err = r.c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) {
+		cm.Data = map[string]string{r.replica: string(raw)}
+		err = r.c.Create(ctx, cm)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.dirty = true // try again next time
+		r.mu.Unlock()
+		return fmt.Errorf("ConfigMap %s/%s: %w", r.namespace, versions.UsageConfigMap, err)
+	}
+	return nil
+}
