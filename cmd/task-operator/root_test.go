@@ -93,3 +93,22 @@ func TestCompletionScriptsAreWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionCompletesCommandsAndFlags: the scripts call the binary's __complete, which
+// knows the commands and each command's flags.
+func TestCompletionCompletesCommandsAndFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "ma"}, "manager\t"},
+		{[]string{"__complete", "versions", "re"}, "retire\t"},
+		{[]string{"__complete", "manager", "--leader-el"}, "--leader-election-namespace\t"},
+		{[]string{"__complete", "migrate", "--check"}, "--checkpoint\t"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := execute(tc.args, &out, &errOut); code != 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("task-operator %v: exit %d, stdout %q; want %q", tc.args, code, out.String(), tc.want)
+		}
+	}
+}
