@@ -105,6 +105,10 @@ run: controlplane build ## Run the operator on a local control plane with sample
 image-binary:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/task-operator-linux-$(GOARCH) ./cmd/task-operator
 
+.PHONY: plugin-binary
+plugin-binary:
+	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(PLUGIN_BUILD_DIR)/kubectl-task-$(GOOS)-$(GOARCH) ./cmd/kubectl-task
+
 IMAGE_ARGS = --binary $(IMAGE_DIR)/task-operator-linux-$(GOARCH) --arch $(GOARCH) --tag $(IMG) --version $(VERSION) --revision $(REVISION)
 
 .PHONY: image
@@ -132,16 +136,24 @@ build-installer: ## Write dist/install.yaml (config/default) and dist/migration.
 RELEASE_REPO ?= example.com/task-operator
 RELEASE_ARCHES ?= amd64 arm64
 RELEASE_DIR ?= $(CURDIR)/bin/release/$(VERSION)
+# The kubectl plugin's release: a tar.gz per platform, built into PLUGIN_BUILD_DIR, and the
+# krew manifest (hack/krew/task.yaml.tmpl) whose archives are downloaded from RELEASE_URL.
+RELEASE_PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_URL ?= https://example.com/task-operator/releases/download/$(VERSION)
+PLUGIN_BUILD_DIR ?= $(CURDIR)/bin/plugin
 comma := ,
 empty :=
 space := $(empty) $(empty)
 
 .PHONY: release
-release: ## make release VERSION=vX.Y.Z: the image for RELEASE_ARCHES as an OCI layout and the packaged chart in RELEASE_DIR, dist/install.yaml and dist/migration.yaml, all of that version.
+release: ## make release VERSION=vX.Y.Z: the image for RELEASE_ARCHES as an OCI layout, the packaged chart, kubectl-task archives for RELEASE_PLUGIN_PLATFORMS with sha256 sums and the krew manifest plugins/task.yaml in RELEASE_DIR, dist/install.yaml and dist/migration.yaml, all of that version.
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "make release VERSION=vX.Y.Z (got VERSION=$(VERSION))"; exit 1; }
 	for arch in $(RELEASE_ARCHES); do $(MAKE) --no-print-directory image-binary GOARCH=$$arch VERSION=$(VERSION); done
+	for p in $(RELEASE_PLUGIN_PLATFORMS); do $(MAKE) --no-print-directory plugin-binary GOOS=$${p%/*} GOARCH=$${p#*/} VERSION=$(VERSION); done
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/release --version $(VERSION) --repo $(RELEASE_REPO) \
-		--arch $(subst $(space),$(comma),$(strip $(RELEASE_ARCHES))) --binaries $(IMAGE_DIR) --revision $(REVISION) --out $(RELEASE_DIR)
+		--arch $(subst $(space),$(comma),$(strip $(RELEASE_ARCHES))) --binaries $(IMAGE_DIR) --revision $(REVISION) \
+		--plugin-binaries $(PLUGIN_BUILD_DIR) --plugin-platforms $(subst $(space),$(comma),$(strip $(RELEASE_PLUGIN_PLATFORMS))) \
+		--plugin-url $(RELEASE_URL) --krew-template hack/krew/task.yaml.tmpl --out $(RELEASE_DIR)
 	$(MAKE) --no-print-directory build-installer IMG=$(RELEASE_REPO):$(VERSION) DIST=$(DIST)
 	cp $(DIST)/install.yaml $(DIST)/migration.yaml $(RELEASE_DIR)/
 

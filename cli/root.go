@@ -1,7 +1,8 @@
 // Package cli is the `kubectl task` command line: everyday commands on Tasks (status, runs,
-// logs, suspend, resume, convert, version, completion), built on cobra and k8s.io/cli-runtime
-// so that kubectl's --kubeconfig, --context and --namespace work, -o prints as kubectl's does,
-// and the apiserver's warnings reach stderr. cmd/kubectl-task only wires it to a process; the
+// logs, suspend, resume, convert, version, completion) and the version lifecycle (migrate,
+// versions: packages migrate and versions), built on cobra and k8s.io/cli-runtime so that
+// kubectl's --kubeconfig, --context and --namespace work, -o prints as kubectl's does, and the
+// apiserver's warnings reach stderr. cmd/kubectl-task only wires it to a process; the
 // operator binary can mount the same commands.
 package cli
 
@@ -28,7 +29,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-task",
 		Short: "Everyday commands for Tasks (example.com/v1)",
 		Long: `Everyday commands for Tasks of the task-operator: see where a Task stands, list its
-runs, read their logs, rerun, run now or cancel it, suspend and resume it, and convert manifests from old API versions.
+runs, read their logs, rerun, run now or cancel it, suspend and resume it, convert manifests
+from old API versions, migrate stored Tasks to v1 and retire old versions.
 
 It talks to the cluster of your kubeconfig, at example.com/v1, with kubectl's flags.`,
 		Example: `  kubectl task status nightly-report
@@ -56,6 +58,8 @@ It talks to the cluster of your kubeconfig, at example.com/v1, with kubectl's fl
 		newRunCommand(o),
 		newCancelCommand(o),
 		newConvertCommand(o),
+		newMigrateCommand(o),
+		newVersionsCommand(o),
 		newVersionCommand(o),
 		newCompletionCommand(o),
 	)

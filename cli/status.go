@@ -123,8 +123,27 @@ func (s statusPrinter) print(task *taskv1.Task, job *batchv1.Job, pods []corev1.
 		lastError = "<none>"
 	}
 	s.line(0, "Last error:\t%s", lastError)
+	s.request("Run request", st.RunRequest, task.Annotations[taskv1.AnnotationRunRequested])
+	s.request("Cancel request", st.CancelRequest, task.Annotations[taskv1.AnnotationCancelRequested])
 	s.queue(task)
 	s.events(events)
+}
+
+// request shows a run or cancel request: the latest one the operator honoured
+// (status.runRequest, status.cancelRequest), and the annotation's when it asks for a later one
+// the operator has not honoured yet. Nothing when neither is set.
+func (s statusPrinter) request(label string, honoured *metav1.Time, annotation string) {
+	if honoured != nil {
+		s.line(0, "%s:\t%s, honoured", label, s.when(honoured))
+	}
+	asked, err := time.Parse(time.RFC3339, annotation)
+	switch {
+	case annotation == "":
+	case err != nil:
+		s.line(0, "%s:\t%q asked (not an RFC 3339 time: the operator ignores it)", label, annotation)
+	case honoured == nil || asked.Truncate(time.Second).After(honoured.Time):
+		s.line(0, "%s:\t%s asked, not honoured yet", label, s.when(&metav1.Time{Time: asked}))
+	}
 }
 
 func (s statusPrinter) schedule(task *taskv1.Task) {

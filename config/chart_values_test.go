@@ -48,6 +48,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"nodeSelector value not a string", map[string]any{"nodeSelector": map[string]any{"disktype": 1}}, "/nodeSelector/disktype"},
 		{"imagePullSecrets of strings", map[string]any{"imagePullSecrets": []any{"regcred"}}, "/imagePullSecrets/0"},
 		{"monitor labels not strings", withValues(nil, "metrics.serviceMonitor.labels", map[string]any{"release": true}), "/metrics/serviceMonitor/labels/release"},
+		{"the storage version retired", withValues(nil, "crds.retiredVersions", []any{"v1"}), "/crds/retiredVersions/0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -130,39 +130,37 @@ func BindFlags(fs *flag.FlagSet) *Options {
 // Command runs one versions subcommand: status, deprecate VERSION, retire VERSION, serve
 // VERSION. It is what a CLI wires its flags to.
 func Command(ctx context.Context, cfg *rest.Config, sub string, args []string, opts Options) error {
-	needVersion := func() (string, error) {
-		if len(args) != 1 {
-			return "", fmt.Errorf("versions %s: want one VERSION argument, got %d", sub, len(args))
-		}
-		return args[0], nil
+	if err := CheckArgs(sub, args); err != nil {
+		return err
 	}
+	switch sub {
+	case "status":
+		_, err := Status(ctx, cfg, opts)
+		return err
+	case "deprecate":
+		return Deprecate(ctx, cfg, args[0], opts)
+	case "retire":
+		_, err := Retire(ctx, cfg, args[0], opts)
+		return err
+	default: // serve
+		return Serve(ctx, cfg, args[0], opts)
+	}
+}
+
+// CheckArgs checks a subcommand and its arguments before anything is asked of the apiserver:
+// status takes none, deprecate, retire and serve one VERSION.
+func CheckArgs(sub string, args []string) error {
 	switch sub {
 	case "status":
 		if len(args) != 0 {
 			return fmt.Errorf("versions status takes no arguments, got %v", args)
 		}
-		_, err := Status(ctx, cfg, opts)
-		return err
-	case "deprecate":
-		v, err := needVersion()
-		if err != nil {
-			return err
+	case "deprecate", "retire", "serve":
+		if len(args) != 1 {
+			return fmt.Errorf("versions %s: want one VERSION argument, got %d", sub, len(args))
 		}
-		return Deprecate(ctx, cfg, v, opts)
-	case "retire":
-		v, err := needVersion()
-		if err != nil {
-			return err
-		}
-		_, err = Retire(ctx, cfg, v, opts)
-		return err
-	case "serve":
-		v, err := needVersion()
-		if err != nil {
-			return err
-		}
-		return Serve(ctx, cfg, v, opts)
 	default:
 		return fmt.Errorf("versions: unknown subcommand %q (want status, deprecate, retire or serve)", sub)
 	}
+	return nil
 }

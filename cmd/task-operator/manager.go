@@ -22,6 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"example.com/task-operator/apis/install"
 	"example.com/task-operator/internal/version"
 	"example.com/task-operator/reconciler"
@@ -64,7 +67,19 @@ const (
 	defaultGracefulShutdown = 20 * time.Second
 )
 
+// parseManagerFlags parses args as `task-operator manager` does.
 func parseManagerFlags(args []string) (*managerFlags, error) {
+	f, fs := newManagerFlags()
+	cmd := &cobra.Command{Use: "manager"}
+	cmd.Flags().AddGoFlagSet(fs)
+	if err := cmd.ParseFlags(args); err != nil {
+		return nil, err
+	}
+	return f, f.completeFlags(cmd.Flags())
+}
+
+// newManagerFlags defines the manager's flags; completeFlags finishes them once parsed.
+func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	f := &managerFlags{webhook: webhook.DefaultOptions()}
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.Func("kubeconfig", "kubeconfig file; default $KUBECONFIG, then in-cluster", setKubeconfig)
@@ -109,23 +124,19 @@ func parseManagerFlags(args []string) (*managerFlags, error) {
 	fs.StringVar(&f.local.URL, "webhook-local-url", "", "run outside the cluster: the apiserver reaches the webhooks at this https URL (e.g. https://localhost:9443)")
 	fs.BoolVar(&f.local.InstallCRD, "install-crd", false, "with --webhook-local-url: apply the embedded Task CRD before starting")
 	f.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
+	return f, fs
+}
+
+// completeFlags checks the parsed flags (fs says which were given) and derives the rest.
+func (f *managerFlags) completeFlags(fs *pflag.FlagSet) error {
 	if err := f.complete(); err != nil {
-		return nil, err
+		return err
 	}
-	if f.local.URL != "" && !flagSet(fs, "shutdown-delay") {
+	if f.local.URL != "" && !fs.Changed("shutdown-delay") {
 		// Called by URL, not through a Service: there is no endpoint to leave first.
 		f.shutdownDelay = 0
 	}
-	return f, nil
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+	return nil
 }
 
 // complete checks the flags against each other and derives the settings that follow from them.
@@ -136,11 +147,11 @@ func (f *managerFlags) complete() error {
 	case "external":
 		f.webhook.SelfManagedCerts = false
 	default:
-		return fmt.Errorf("-cert-management=%q: want self or external", f.certManagement)
+		return fmt.Errorf("--cert-management=%q: want self or external", f.certManagement)
 	}
 	f.webhook.LeaderElection = f.leaderElect
 	if f.local.InstallCRD && f.local.URL == "" {
-		return errors.New("-install-crd is for local runs: give -webhook-local-url too")
+		return errors.New("--install-crd is for local runs: give --webhook-local-url too")
 	}
 	if f.local.URL != "" {
 		if err := f.local.Validate(); err != nil {
@@ -151,22 +162,15 @@ func (f *managerFlags) complete() error {
 	if f.metricsCertDir != "" {
 		for _, name := range []string{f.metricsCertName, f.metricsKeyName} {
 			if _, err := os.Stat(filepath.Join(f.metricsCertDir, name)); err != nil {
-				return fmt.Errorf("-metrics-cert-dir: %w", err)
+				return fmt.Errorf("--metrics-cert-dir: %w", err)
 			}
 		}
 	}
 	return nil
 }
 
-func runManager(args []string) int {
-	f, err := parseManagerFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
+// runManager runs the controller and webhooks until a signal stops them.
+func runManager(f *managerFlags) error {
 	// The certificate rotator logs expected states as errors on every start; see
 	// cert.QuietExpectedErrors.
 	ctrl.SetLogger(cert.QuietExpectedErrors(zap.New(zap.UseFlagOptions(&f.zap))))
@@ -174,9 +178,9 @@ func runManager(args []string) int {
 	ctx := stop.context(signals(), f.shutdownDelay, ctrl.Log.WithName("shutdown"))
 	if err := startManager(ctx, f, &stop); err != nil {
 		ctrl.Log.Error(err, "manager stopped")
-		return 1
+		return errAlreadyReported
 	}
-	return 0
+	return nil
 }
 
 func newScheme() (*runtime.Scheme, error) {

@@ -1,37 +1,40 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"example.com/task-operator/migrate"
 )
 
-// runMigrate rewrites every stored Task at the storage version and then trims the CRD's
-// storedVersions; progress and the summary go to stderr.
-func runMigrate(args []string) int {
+// newMigrateCommand rewrites every stored Task at the storage version and then trims the
+// CRD's storedVersions; progress and the summary go to stderr.
+func newMigrateCommand() *cobra.Command {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.Func("kubeconfig", "kubeconfig file; default $KUBECONFIG, then in-cluster", setKubeconfig)
+	kubeconfigFlag(fs)
 	opts := migrate.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cmd := &cobra.Command{
+		Use:   "migrate [flags]",
+		Short: "Rewrite the stored Tasks at v1 and trim the CRD's storedVersions",
+		Long: `Rewrite every stored Task at the storage version (v1), then set the CRD's
+status.storedVersions to [v1]. An interrupted run resumes from --checkpoint. Progress and
+the summary go to stderr.`,
+		Example: `  task-operator migrate --dry-run
+  task-operator migrate --checkpoint /tmp/tasks-migrate.json --qps 50 --concurrency 4`,
+		Args: noArgs("", ""),
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := restConfig("migrate")
+			if err != nil {
+				return err
+			}
+			opts.Progress = os.Stderr
+			_, err = migrate.Run(ctrl.SetupSignalHandler(), cfg, *opts)
+			return prefixed("migrate", err)
+		},
 	}
-	opts.Progress = os.Stderr
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "migrate: load kubeconfig:", err)
-		return 1
-	}
-	if _, err := migrate.Run(ctrl.SetupSignalHandler(), cfg, *opts); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
-		return 1
-	}
-	return 0
+	addGoFlags(cmd, fs)
+	return cmd
 }

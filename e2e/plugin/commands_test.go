@@ -237,6 +237,7 @@ func TestRerunAndCancelAsTyped(t *testing.T) {
 	if !strings.HasPrefix(lastError, "1 cancelled at ") || !strings.HasSuffix(lastError, " by request") {
 		t.Errorf("after cancel: attempts and lastError %q, want attempt 1 cancelled by request", lastError)
 	}
+	contains(t, "status after the cancel", ok(t, "task", "status", "stuck", "-n", ns), "\nCancel request:", ", honoured\n")
 	if got := ok(t, "task", "cancel", "stuck", "-n", ns); got != "task.example.com/stuck is Failed: nothing to cancel\n" {
 		t.Errorf("a second cancel said %q", got)
 	}
@@ -264,5 +265,10 @@ func TestRunOfAScheduledTaskAsTyped(t *testing.T) {
 	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.currentRun.outcome}=Succeeded", "task/hourly", "--timeout=90s")
 	if got := ok(t, "get", "task", "hourly", "-n", ns, "-o", "jsonpath={.status.lastScheduleTime}|{.status.runRequest}"); !strings.HasPrefix(got, "|20") {
 		t.Errorf("lastScheduleTime|runRequest = %q, want no schedule time and the request", got)
+	}
+	status := ok(t, "task", "status", "hourly", "-n", ns)
+	contains(t, "status after the run", status, "\nRun request:", ", honoured\n")
+	if strings.Contains(status, "Cancel request") {
+		t.Errorf("status of a Task never cancelled shows a cancel request:\n%s", status)
 	}
 }

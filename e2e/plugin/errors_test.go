@@ -71,7 +71,7 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 // passes it on, shows how the command is typed.
 func TestHelpOfEveryCommandShowsAnExample(t *testing.T) {
 	setUp(t)
-	for _, cmd := range []string{"", "status", "runs", "logs", "suspend", "resume", "rerun", "run", "cancel", "convert", "version", "completion"} {
+	for _, cmd := range []string{"", "status", "runs", "logs", "suspend", "resume", "rerun", "run", "cancel", "convert", "migrate", "versions", "version", "completion"} {
 		t.Run("help "+cmd, func(t *testing.T) {
 			args := []string{"task"}
 			if cmd != "" {

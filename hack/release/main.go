@@ -1,7 +1,8 @@
 // Command release assembles a release's artifacts from binaries built for each architecture
 // (`make release` builds them): the multi-architecture image as an OCI layout, without a Docker
 // engine, an SPDX SBOM of each architecture's binary (its Go modules), and the Helm chart
-// packaged with the release's version. `make release` also writes
+// packaged with the release's version, and the kubectl plugin's archives per platform with
+// their sha256 sums and krew manifest (plugin.go). `make release` also writes
 // dist/install.yaml with the release's image.
 package main
 
@@ -35,6 +36,7 @@ type Options struct {
 	Created  time.Time
 	Chart    string // the chart's folder
 	Out      string // where the artifacts go
+	Plugin   PluginOptions
 }
 
 // Artifacts are what Run wrote.
@@ -43,13 +45,14 @@ type Artifacts struct {
 	Ref    string // repo:version
 	Digest string // of the image index
 	Chart  string // the packaged chart
+	Plugin []PluginArchive
 }
 
 var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 func main() {
 	var o Options
-	var arches string
+	var arches, pluginPlatforms string
 	flag.StringVar(&o.Version, "version", "", "the release, vX.Y.Z (required)")
 	flag.StringVar(&o.Repo, "repo", "example.com/task-operator", "image name without a tag")
 	flag.StringVar(&arches, "arch", "amd64,arm64", "linux architectures, comma-separated")
@@ -58,14 +61,22 @@ func main() {
 	flag.StringVar(&o.Source, "source", "", "source label (repository URL)")
 	flag.StringVar(&o.Chart, "chart", "charts/task-operator", "the chart's folder")
 	flag.StringVar(&o.Out, "out", "", "output folder (required)")
+	flag.StringVar(&o.Plugin.Binaries, "plugin-binaries", "", "folder of kubectl-task-<os>-<arch>; empty: no plugin archives")
+	flag.StringVar(&pluginPlatforms, "plugin-platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64", "the plugin's platforms, os/arch comma-separated")
+	flag.StringVar(&o.Plugin.URL, "plugin-url", "", "URL of the folder the plugin archives are published at (the krew manifest's uri)")
+	flag.StringVar(&o.Plugin.Template, "krew-template", "hack/krew/task.yaml.tmpl", "the krew manifest's template")
 	flag.Parse()
 	o.Arches = strings.Split(arches, ",")
+	o.Plugin.Platforms = strings.Split(pluginPlatforms, ",")
 	created, err := sourceDateEpoch()
 	if err == nil {
 		o.Created = created
 		var a Artifacts
 		if a, err = Run(o); err == nil {
 			fmt.Printf("image %s (%s) %s: OCI layout %s\nchart %s\n", a.Ref, strings.Join(o.Arches, ", "), a.Digest, a.Layout, a.Chart)
+			for _, p := range a.Plugin {
+				fmt.Printf("kubectl-task %s/%s: %s sha256 %s\n", p.OS, p.Arch, p.Path, p.SHA256)
+			}
 		}
 	}
 	if err != nil {
@@ -116,7 +127,15 @@ func Run(o Options) (Artifacts, error) {
 	if err := os.WriteFile(filepath.Join(o.Out, "image.txt"), []byte(o.Repo+":"+o.Version+"@"+a.Digest+"\n"), 0o644); err != nil {
 		return a, err
 	}
-	a.Chart, err = packageChart(o)
+	if a.Chart, err = packageChart(o); err != nil {
+		return a, err
+	}
+	if o.Plugin.Binaries != "" {
+		if o.Plugin.URL == "" {
+			return a, fmt.Errorf("--plugin-url is required with --plugin-binaries (the krew manifest's uri)")
+		}
+		a.Plugin, err = writePlugin(o.Plugin, o.Version, o.Created, o.Out)
+	}
 	return a, err
 }
 

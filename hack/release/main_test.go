@@ -1,7 +1,13 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +21,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
+	"sigs.k8s.io/yaml"
 
 	"example.com/task-operator/internal/image"
 )
@@ -41,13 +48,22 @@ func TestReleaseArtifactsNameTheVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	platforms := []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
+	for _, p := range platforms {
+		if err := os.WriteFile(filepath.Join(bins, "kubectl-task-"+strings.ReplaceAll(p, "/", "-")), []byte("kubectl-task for "+p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	const repo = "registry.example.com/team/task-operator"
+	const downloads = "https://example.com/task-operator/releases/download/" + version
 	out := t.TempDir()
 	a, err := Run(Options{Version: version, Repo: repo, Arches: arches, Binaries: bins, Revision: "abc123",
-		Created: time.Unix(1700000000, 0).UTC(), Chart: "../../charts/task-operator", Out: out})
+		Created: time.Unix(1700000000, 0).UTC(), Chart: "../../charts/task-operator", Out: out,
+		Plugin: PluginOptions{Binaries: bins, Platforms: platforms, URL: downloads, Template: "../krew/task.yaml.tmpl"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkPluginRelease(t, out, platforms, downloads)
 
 	idx, ref, err := image.ReadIndexLayout(a.Layout)
 	if err != nil {
@@ -60,9 +76,9 @@ func TestReleaseArtifactsNameTheVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var platforms []string
+	var imagePlatforms []string
 	for _, desc := range m.Manifests {
-		platforms = append(platforms, desc.Platform.String())
+		imagePlatforms = append(imagePlatforms, desc.Platform.String())
 		img, err := idx.Image(desc.Digest)
 		if err != nil {
 			t.Fatal(err)
@@ -78,8 +94,8 @@ func TestReleaseArtifactsNameTheVersion(t *testing.T) {
 			t.Errorf("index says %s, the image's config %s", desc.Platform, cfg.Architecture)
 		}
 	}
-	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
-		t.Errorf("platforms %v, want linux/amd64 and linux/arm64", platforms)
+	if !slices.Equal(imagePlatforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("platforms %v, want linux/amd64 and linux/arm64", imagePlatforms)
 	}
 	if d, _ := idx.Digest(); d.String() != a.Digest || !strings.Contains(readFile(t, filepath.Join(out, "image.txt")), "@"+a.Digest) {
 		t.Errorf("image.txt does not name the index digest %s", a.Digest)
@@ -156,6 +172,9 @@ func TestMakeReleasePinsTheVersion(t *testing.T) {
 		regexp.MustCompile(`GOARCH=amd64 go build .*internal/version\.version=` + regexp.QuoteMeta(version) + `\b`),
 		regexp.MustCompile(`GOARCH=arm64 go build .*internal/version\.version=` + regexp.QuoteMeta(version) + `\b`),
 		regexp.MustCompile(`(?s)go run ./hack/release --version ` + regexp.QuoteMeta(version) + ` .*--arch amd64,arm64 `),
+		regexp.MustCompile(`GOOS=darwin GOARCH=arm64 go build .*internal/version\.version=` + regexp.QuoteMeta(version) + `\b.* -o \S+/kubectl-task-darwin-arm64 ./cmd/kubectl-task`),
+		regexp.MustCompile(`GOOS=linux GOARCH=amd64 go build .*internal/version\.version=` + regexp.QuoteMeta(version) + `\b.* -o \S+/kubectl-task-linux-amd64 ./cmd/kubectl-task`),
+		regexp.MustCompile(`(?s)go run ./hack/release --version ` + regexp.QuoteMeta(version) + ` .*--plugin-platforms linux/amd64,linux/arm64,darwin/amd64,darwin/arm64 .*--plugin-url \S+/` + regexp.QuoteMeta(version) + ` `),
 		regexp.MustCompile(`kubectl kustomize .* > ` + regexp.QuoteMeta(dist) + `/install.yaml`),
 	} {
 		if !want.Match(plan) {
@@ -178,6 +197,100 @@ func TestMakeReleasePinsTheVersion(t *testing.T) {
 				t.Errorf("%s runs %s, want example.com/task-operator:%s", f, m[1], version)
 			}
 		}
+	}
+}
+
+// checkPluginRelease: a tar.gz of kubectl-task per platform, named with the version, whose
+// sha256 the checksums file and the krew manifest give; the manifest names the version and
+// downloads each archive from the release's URL.
+func checkPluginRelease(t *testing.T, out string, platforms []string, downloads string) {
+	t.Helper()
+	sums := map[string]string{} // archive name -> sha256 of its bytes
+	for _, p := range platforms {
+		goos, arch, _ := strings.Cut(p, "/")
+		name := "kubectl-task_" + version + "_" + goos + "_" + arch + ".tar.gz"
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Errorf("no plugin archive for %s: %v", p, err)
+			continue
+		}
+		sum := sha256.Sum256(data)
+		sums[name] = hex.EncodeToString(sum[:])
+		if got := archived(t, data); len(got) != 1 || got["kubectl-task"] != "kubectl-task for "+p {
+			t.Errorf("%s holds %v, want kubectl-task alone, the %s binary", name, got, p)
+		}
+	}
+	var listed []string
+	for line := range strings.Lines(readFile(t, filepath.Join(out, "kubectl-task_"+version+"_checksums.txt"))) {
+		sum, name, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		listed = append(listed, name)
+		if sums[name] != sum {
+			t.Errorf("checksums file: %s %s, the archive's sha256 is %s", sum, name, sums[name])
+		}
+	}
+	if len(listed) != len(platforms) {
+		t.Errorf("checksums file lists %v, want the %d archives", listed, len(platforms))
+	}
+
+	var plugin struct {
+		APIVersion, Kind string
+		Metadata         struct{ Name string }
+		Spec             struct {
+			Version   string
+			Platforms []struct {
+				Selector         struct{ MatchLabels map[string]string }
+				URI, SHA256, Bin string
+				Files            []struct{ From, To string }
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, filepath.Join(out, "plugins", "task.yaml"))), &plugin); err != nil {
+		t.Fatalf("plugins/task.yaml: %v", err)
+	}
+	if plugin.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || plugin.Kind != "Plugin" || plugin.Metadata.Name != "task" || plugin.Spec.Version != version {
+		t.Errorf("krew manifest %s %s %q at version %q, want a Plugin task at %s", plugin.APIVersion, plugin.Kind, plugin.Metadata.Name, plugin.Spec.Version, version)
+	}
+	if len(plugin.Spec.Platforms) != len(platforms) {
+		t.Fatalf("krew manifest has %d platforms, want %d", len(plugin.Spec.Platforms), len(platforms))
+	}
+	for i, pl := range plugin.Spec.Platforms {
+		labels := pl.Selector.MatchLabels
+		name := "kubectl-task_" + version + "_" + labels["os"] + "_" + labels["arch"] + ".tar.gz"
+		if labels["os"]+"/"+labels["arch"] != platforms[i] || pl.URI != downloads+"/"+name || pl.SHA256 != sums[name] || sums[name] == "" {
+			t.Errorf("krew platform %v: uri %s, sha256 %s; want %s, %s/%s and %s", labels, pl.URI, pl.SHA256, platforms[i], downloads, name, sums[name])
+		}
+		if pl.Bin != "kubectl-task" || len(pl.Files) != 1 || pl.Files[0].From != "kubectl-task" {
+			t.Errorf("krew platform %v installs %q from %v", labels, pl.Bin, pl.Files)
+		}
+	}
+}
+
+// archived is the files of a tar.gz, by name, with their contents; a file that is not a
+// regular one of mode 0755 fails the test.
+func archived(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag != tar.TypeReg || hdr.Mode != 0o755 {
+			t.Errorf("archive entry %s: type %c, mode %o; want a regular file, 0755", hdr.Name, hdr.Typeflag, hdr.Mode)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[hdr.Name] = string(body)
 	}
 }
 

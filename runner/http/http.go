@@ -55,11 +55,47 @@ type config struct {
 // one-line outcome to stdout on success and a one-line reason to stderr on failure. It returns
 // the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
+	fs := flag.NewFlagSet("http", flag.ContinueOnError)
+	// Parse errors are reported as one line; only -h prints the usage.
+	fs.SetOutput(io.Discard)
+	f := BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: http --url=URL [--method=GET] [--header=Name:Value]... [--body=TEXT] [--timeout=30s] [--accept=200,204]")
+			fs.PrintDefaults()
 			return ExitOK
 		}
+		fmt.Fprintf(stderr, "http runner: %v\n", err)
+		return ExitBadUsage
+	}
+	return f.Run(fs.Args(), stdout, stderr)
+}
+
+// Flags are the runner's flags bound to a FlagSet: Main parses them with package flag, the
+// operator's command line (cmd/task-operator) with cobra; both then call Run.
+type Flags struct {
+	cfg    config
+	accept string
+}
+
+// BindFlags defines the runner's flags on fs.
+func BindFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{cfg: config{headers: http.Header{}}}
+	fs.StringVar(&f.cfg.url, "url", "", "absolute http or https URL to call (required)")
+	fs.StringVar(&f.cfg.method, "method", http.MethodGet, "HTTP method")
+	fs.Var(&headerFlags{f.cfg.headers}, "header", "request header as Name:Value (repeatable)")
+	fs.Var(&bodyFlag{&f.cfg}, "body", "request body")
+	fs.DurationVar(&f.cfg.timeout, "timeout", DefaultTimeout, "bound on the whole request")
+	fs.StringVar(&f.accept, "accept", "", "comma-separated accepted status codes (default any 2xx)")
+	return f
+}
+
+// Run performs the call the parsed flags describe; args are the arguments left after the
+// flags (there must be none). It returns the process exit code.
+func (f *Flags) Run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := f.complete(args)
+	if err != nil {
 		fmt.Fprintf(stderr, "http runner: %v\n", err)
 		return ExitBadUsage
 	}
@@ -97,33 +133,41 @@ func (f *headerFlags) Set(v string) error {
 	return nil
 }
 
+// bodyFlag is --body; it records being given, since an empty body sent is not no body.
+type bodyFlag struct{ cfg *config }
+
+func (f *bodyFlag) String() string {
+	if f == nil || f.cfg == nil {
+		return ""
+	}
+	return f.cfg.body
+}
+
+func (f *bodyFlag) Set(v string) error {
+	f.cfg.body, f.cfg.hasBody = v, true
+	return nil
+}
+
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	cfg := config{headers: http.Header{}}
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
-	// Parse errors are reported by Main as one line; only -h prints the usage.
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.url, "url", "", "absolute http or https URL to call (required)")
-	fs.StringVar(&cfg.method, "method", http.MethodGet, "HTTP method")
-	fs.Var(&headerFlags{cfg.headers}, "header", "request header as Name:Value (repeatable)")
-	fs.StringVar(&cfg.body, "body", "", "request body")
-	fs.DurationVar(&cfg.timeout, "timeout", DefaultTimeout, "bound on the whole request")
-	accept := fs.String("accept", "", "comma-separated accepted status codes (default any 2xx)")
+	f := BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "usage: http --url=URL [--method=GET] [--header=Name:Value]... [--body=TEXT] [--timeout=30s] [--accept=200,204]")
 			fs.PrintDefaults()
 		}
 		return config{}, err
 	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	return f.complete(fs.Args())
+}
+
+// complete checks the parsed flags and derives the request's settings.
+func (f *Flags) complete(args []string) (config, error) {
+	cfg := f.cfg
+	if len(args) > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "body" {
-			cfg.hasBody = true
-		}
-	})
 	if err := validateURL(cfg.url); err != nil {
 		return config{}, err
 	}
@@ -134,7 +178,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.timeout <= 0 {
 		return config{}, fmt.Errorf("--timeout must be positive, got %s", cfg.timeout)
 	}
-	codes, err := parseAccepted(*accept)
+	codes, err := parseAccepted(f.accept)
 	if err != nil {
 		return config{}, err
 	}
