@@ -104,19 +104,24 @@ operator_pid=$!
 # Ready means our process answers: it is alive, /readyz says so, and its /metrics are the
 # operator's (a process that took a port meanwhile is caught here, or the operator exits
 # failing to bind it).
+# (The metrics are read whole before grep: with pipefail, grep -q stopping at the first match
+# would fail the pipeline on curl's broken pipe.)
 ours_ready() {
+  local metrics
   kill -0 "$operator_pid" 2>/dev/null &&
     curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1 &&
-    curl -fsS "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null | grep -q '^taskoperator_'
+    metrics="$(curl -fsS "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null)" &&
+    grep -q '^taskoperator_' <<<"$metrics"
 }
+ready=false
 for _ in $(seq 1 120); do
-  if ours_ready; then break; fi
+  if ours_ready; then ready=true; break; fi
   if ! kill -0 "$operator_pid" 2>/dev/null; then
     echo "the operator exited; last log lines:"; tail -30 "$state/operator.log"; exit 1
   fi
   sleep 1
 done
-ours_ready || { echo "operator not ready after 120s"; tail -30 "$state/operator.log"; exit 1; }
+$ready || { echo "operator not ready after 120s"; tail -30 "$state/operator.log"; exit 1; }
 echo "operator ready"
 
 echo "==> applying the sample Tasks (config/samples) at v1alpha1, v1beta1 and v1"

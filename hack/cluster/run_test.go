@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -70,4 +71,43 @@ func TestRunRefusesAPortInUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunStartsTheOperatorAndTheSamplesSucceed runs `make run`'s script as CI does
+// (RUN_EXIT_WHEN_DONE=1): free ports, the operator ready as its own process, the samples
+// Succeeded, everything stopped after.
+func TestRunStartsTheOperatorAndTheSamplesSucceed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".cache", "run", "cluster", readyFile)); err == nil {
+		t.Skip("a `make run` cluster is running in .cache/run/cluster; this test would stop it")
+	}
+	build := exec.Command("make", "build")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "run.sh"))
+	cmd.Dir = root
+	cmd.Env = append(cmd.Environ(), "RUN_EXIT_WHEN_DONE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run.sh: %v\n%s", err, tailOf(out, 60))
+	}
+	for _, want := range []string{"==> operator ports on 127.0.0.1: webhook ", "operator ready", "samples Succeeded", "stopped."} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("run.sh output lacks %q:\n%s", want, tailOf(out, 60))
+		}
+	}
+}
+
+// tailOf is the last n lines of out.
+func tailOf(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
