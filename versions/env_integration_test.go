@@ -13,9 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -192,6 +194,35 @@ func (env *testEnv) watchAt(t testing.TB, version string) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// informerAt runs a controller-runtime informer on Tasks at version, as a controller built on
+// the previous release's API would; synced says it listed within a few seconds. stop ends it.
+func (env *testEnv) informerAt(t testing.TB, version string) (stop func(), synced bool) {
+	t.Helper()
+	c, err := crcache.New(env.cfg, crcache.Options{})
+	if err != nil {
+		t.Fatalf("informer cache: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Start(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: taskv1.Group, Version: version, Kind: taskv1.Kind})
+	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer syncCancel()
+	if _, err := c.GetInformer(syncCtx, obj); err != nil {
+		return stop, false
+	}
+	return stop, c.WaitForCacheSync(syncCtx)
 }
 
 // status runs the report and logs it.

@@ -97,15 +97,21 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 		})
 	})
 
-	// After the deprecation: a change of the CRD's spec closes every watch on it.
-	stopWatch := env.watchAt(t, "v1alpha1")
+	// After the deprecation: a change of the CRD's spec closes every watch on it. A kubectl watch
+	// and a controller-runtime informer of the previous release's API, both at v1alpha1.
+	stopKubectl := env.watchAt(t, "v1alpha1")
+	stopInformer, synced := env.informerAt(t, "v1alpha1")
+	if !synced {
+		t.Fatal("the informer at v1alpha1 did not sync while v1alpha1 was served")
+	}
+	stopWatch := func() { stopKubectl(); stopInformer() }
 
 	step(t, "the report names the watcher, the writer, the fields and the dependent", func(t *testing.T) {
 		r := env.awaitReport(t, "the report to show the v1alpha1 watch and writer", func(r *versions.Report) error {
 			v := r.Version("v1alpha1")
 			switch {
-			case v.LiveWatches < 1:
-				return fmt.Errorf("live watches at v1alpha1: %v", v.LiveWatches)
+			case v.LiveWatches < 2:
+				return fmt.Errorf("live watches at v1alpha1: %v, want the kubectl watch and the informer", v.LiveWatches)
 			case !slices.ContainsFunc(v.Writers, isLegacyWriter):
 				return fmt.Errorf("writers at v1alpha1: %v", v.Writers)
 			}
@@ -204,6 +210,10 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 		}
 		if _, err := alpha.List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("LIST at v1alpha1 after the retirement: %v, want NotFound", err)
+		}
+		// A controller still on the old version cannot start: its informer never syncs.
+		if _, synced := env.informerAt(t, "v1alpha1"); synced {
+			t.Error("an informer at v1alpha1 synced after the retirement")
 		}
 	})
 
