@@ -281,24 +281,51 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 		}
 	})
 
-	step(t, "the next release's CRD without v1alpha1", func(t *testing.T) {
-		crds := apixclient.NewForConfigOrDie(env.cfg).CustomResourceDefinitions()
+	crds := apixclient.NewForConfigOrDie(env.cfg).CustomResourceDefinitions()
+	setVersions := func(t *testing.T, from func() (*apix.CustomResourceDefinition, error)) {
+		t.Helper()
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			live, err := crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			next, err := NextReleaseCRD()
+			shipped, err := from()
 			if err != nil {
 				return err
 			}
-			live.Spec.Versions = next.Spec.Versions
+			live.Spec.Versions = shipped.Spec.Versions // an atomic list: an apply replaces it whole
 			_, err = crds.Update(ctx, live, metav1.UpdateOptions{})
 			return err
 		})
 		if err != nil {
-			t.Fatalf("install the CRD without v1alpha1: %v", err)
+			t.Fatalf("install the CRD's versions: %v", err)
 		}
+	}
+
+	step(t, "an install re-applied as shipped serves v1alpha1 again, and the report says so", func(t *testing.T) {
+		setVersions(t, testenv.CurrentCRD)
+		if !served(ctx, t, env.cfg, "v1alpha1") {
+			t.Fatal("the re-applied install did not serve v1alpha1")
+		}
+		r := env.awaitReport(t, "the report to flag v1alpha1 as served again", func(r *versions.Report) error {
+			if !r.Version("v1alpha1").ServedAgain {
+				return errors.New("v1alpha1 not flagged as served again")
+			}
+			return nil
+		})
+		if out := r.String(); !strings.Contains(out, "SERVED AGAIN") || !strings.Contains(out, "config/components/retire-v1alpha1") {
+			t.Errorf("the report does not say what happened and what to do:\n%s", out)
+		}
+		opts := fast
+		opts.Force = true
+		if res, err := versions.Retire(ctx, env.cfg, "v1alpha1", opts); err != nil || !res.Retired {
+			t.Fatalf("retire after the re-apply: %v", err)
+		}
+		env.requireWorking(ctx, t, ns, "reapplied", -1)
+	})
+
+	step(t, "the next release's CRD without v1alpha1", func(t *testing.T) {
+		setVersions(t, NextReleaseCRD)
 		env.requireWorking(ctx, t, ns, "removed", -1)
 		if !op.Alive() {
 			t.Fatal("the operator exited")
@@ -314,13 +341,13 @@ func isLegacyWriter(e versions.UsageEntry) bool {
 	return e.User == legacyUser && e.Agent == legacyManager
 }
 
-// requireBlocked fails unless err is a refusal with exactly the blockers checks.
 // blockedBy says err is a refusal that names check among its blockers.
 func blockedBy(err error, check string) bool {
 	var blocked *versions.BlockedError
 	return errors.As(err, &blocked) && slices.ContainsFunc(blocked.Blockers, func(b versions.Blocker) bool { return b.Check == check })
 }
 
+// requireBlocked fails unless err is a refusal with exactly the blockers checks.
 func requireBlocked(t *testing.T, err error, checks ...string) *versions.BlockedError {
 	t.Helper()
 	var blocked *versions.BlockedError

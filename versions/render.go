@@ -53,6 +53,9 @@ func (r *Report) renderVersion(b *strings.Builder, v VersionReport) {
 	}
 	flags = append(flags, yesNo(v.InStoredVersions, "in storedVersions", "not in storedVersions"))
 	fmt.Fprintf(b, "%s: %s\n", v.Name, strings.Join(flags, ", "))
+	if v.ServedAgain {
+		fmt.Fprintf(b, "  SERVED AGAIN: retired by `task-operator versions retire`, served since (an install applied as shipped?); retire it again, and install with config/components/retire-%s or the chart's crds.retiredVersions\n", v.Name)
+	}
 	if v.Warning != "" {
 		fmt.Fprintf(b, "  warning: %q\n", v.Warning)
 	}

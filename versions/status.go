@@ -60,6 +60,9 @@ type VersionReport struct {
 	LiveWatches float64
 	// Writers are the users and agents the webhook recorded writing at this version.
 	Writers []UsageEntry
+	// ServedAgain says the version is served although Retire stopped serving it (the CRD's
+	// RetiredAnnotation names it): an install applied as shipped put it back.
+	ServedAgain bool
 }
 
 // Version returns the report of version, or nil.
@@ -132,6 +135,7 @@ func (c *clients) status(ctx context.Context, opts Options) (*Report, error) {
 		vr := VersionReport{
 			Name: v.Name, Served: v.Served, Storage: v.Storage, Deprecated: v.Deprecated,
 			InStoredVersions: inStoredVersions(crd, v.Name),
+			ServedAgain:      v.Served && slices.Contains(retiredVersions(crd), v.Name),
 			ManagedFields:    s.fields[v.Name], OwnerRefs: s.owners[v.Name],
 			Writers: writersAt(records, v.Name),
 		}
