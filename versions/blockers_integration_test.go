@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,14 +19,30 @@ import (
 	"example.com/task-operator/versions"
 )
 
-// TestOwnerReferenceRewriteResumesAfterAnInterruption stops a rewrite of 40 dependents'
-// ownerReferences part way (its context cancelled, as a Ctrl-C or a killed process would) and
-// runs it again: the second run finds only what the first left, and every dependent ends at v1
-// with its owner's uid.
+// The ownerReference rewrite resumes after an interruption: the retirement stopped part way
+// (its context cancelled, or its process killed by SIGKILL), the dependents it rewrote point at
+// v1, the rest are still at v1alpha1 and counted as such, and a second run rewrites exactly
+// those, losing none.
 func TestOwnerReferenceRewriteResumesAfterAnInterruption(t *testing.T) {
+	for _, tc := range []struct {
+		name, ns  string
+		interrupt func(t *testing.T, env *testEnv, ctx context.Context, stopWhen func(context.Context) (bool, error))
+	}{
+		{"context cancelled", "versions-resume", cancelMidRewrite},
+		{"process killed", "versions-resume-kill", killMidRewrite},
+	} {
+		t.Run(tc.name, func(t *testing.T) { rewriteResumes(t, tc.ns, tc.interrupt) })
+	}
+}
+
+// rewriteOpts are the retirement's options in these tests; Observe < 0: the test's own reads
+// are not what this is about.
+var rewriteOpts = versions.Options{RewriteOwnerRefs: true, QPS: 20, Observe: -1}
+
+func rewriteResumes(t *testing.T, ns string, interrupt func(*testing.T, *testEnv, context.Context, func(context.Context) (bool, error))) {
 	env := cluster(t)
 	ctx := t.Context()
-	const ns, n = "versions-resume", 40
+	const n = 40
 	keys := env.previousRelease(ctx, t, ns, 1)
 	if err := env.upgrade.UpgradeCRD(ctx); err != nil {
 		t.Fatal(err)
@@ -54,26 +72,15 @@ func TestOwnerReferenceRewriteResumesAfterAnInterruption(t *testing.T) {
 		}
 		return done, nil
 	}
-	// Observe < 0: the test's own reads are not what this is about.
-	opts := versions.Options{RewriteOwnerRefs: true, QPS: 20, Observe: -1}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer cancel()
-		_ = testenv.Poll(runCtx, time.Minute, 20*time.Millisecond, "10 dependents rewritten", func(ctx context.Context) (bool, error) {
-			done, err := atV1(ctx)
-			return done >= 10, err
-		})
-	}()
-	res, err := versions.Retire(runCtx, env.cfg, "v1alpha1", opts)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted rewrite: err = %v, want context.Canceled", err)
-	}
+	interrupt(t, env, ctx, func(ctx context.Context) (bool, error) {
+		done, err := atV1(ctx)
+		return done >= 10, err
+	})
 	first, err := atV1(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("interrupted after %d dependents (result %d)", first, res.OwnerRefsRewritten)
+	t.Logf("interrupted after %d dependents", first)
 	if first < 10 || first >= n {
 		t.Fatalf("%d of %d dependents at v1 after the interruption", first, n)
 	}
@@ -82,8 +89,7 @@ func TestOwnerReferenceRewriteResumesAfterAnInterruption(t *testing.T) {
 		t.Errorf("the report counts %d dependents still at v1alpha1, want %d", left, n-first)
 	}
 
-	opts.DryRun = false
-	res, err = versions.Retire(ctx, env.cfg, "v1alpha1", opts)
+	res, err := versions.Retire(ctx, env.cfg, "v1alpha1", rewriteOpts)
 	var blocked *versions.BlockedError
 	if !errors.As(err, &blocked) || blocked.Has("ownerReferences") {
 		t.Fatalf("second run: %v; want it blocked by something else than ownerReferences", err)
@@ -93,6 +99,49 @@ func TestOwnerReferenceRewriteResumesAfterAnInterruption(t *testing.T) {
 	}
 	if done, err := atV1(ctx); err != nil || done != n {
 		t.Errorf("%d of %d dependents at v1 (%v)", done, n, err)
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != n {
+		t.Errorf("%d dependents after the runs (%v), want %d: none lost", len(list.Items), err, n)
+	}
+}
+
+// cancelMidRewrite runs the retirement in this process and cancels it once stopWhen holds.
+func cancelMidRewrite(t *testing.T, env *testEnv, ctx context.Context, stopWhen func(context.Context) (bool, error)) {
+	runCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		_ = testenv.Poll(runCtx, time.Minute, 20*time.Millisecond, "10 dependents rewritten", stopWhen)
+	}()
+	if _, err := versions.Retire(runCtx, env.cfg, "v1alpha1", rewriteOpts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted rewrite: err = %v, want context.Canceled", err)
+	}
+}
+
+// killMidRewrite runs `task-operator versions retire` as a user would and SIGKILLs it once
+// stopWhen holds: no deferred cleanup, no last write.
+func killMidRewrite(t *testing.T, env *testEnv, ctx context.Context, stopWhen func(context.Context) (bool, error)) {
+	bin, err := testenv.OperatorBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "versions", "retire", "v1alpha1", "--rewrite-owner-refs", "--qps=20", "--observe=-1s",
+		"--kubeconfig="+env.cp.KubeconfigPath)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.Poll(ctx, time.Minute, 20*time.Millisecond, "10 dependents rewritten", stopWhen); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill: %v\n%s", err, out.String())
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("the killed retirement exited 0:\n%s", out.String())
 	}
 }
 
