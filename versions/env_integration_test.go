@@ -287,6 +287,29 @@ func (env *testEnv) callsPerWrite(ctx context.Context, t testing.TB, ns, name st
 	return (env.settledConversions(ctx, t) - before) / float64(writes)
 }
 
+// costAtV1 times n writes (a label patch) of the Task name and n LISTs of ns's Tasks at v1,
+// one at a time, and returns the mean of each: what a client at v1 pays, with whatever versions
+// are served (each served old version's watch cache converts every write's event).
+func (env *testEnv) costAtV1(ctx context.Context, t testing.TB, ns, name string, n int) (write, list time.Duration) {
+	t.Helper()
+	tasks := env.upgrade.Tasks("v1", ns)
+	start := time.Now()
+	for i := range n {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"cost":"c-%d-%d"}}}`, time.Now().UnixNano(), i)
+		if _, err := tasks.Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write = time.Since(start) / time.Duration(n)
+	start = time.Now()
+	for range n {
+		if _, err := tasks.List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return write, time.Since(start) / time.Duration(n)
+}
+
 // settledConversions waits until the apiserver stops calling the conversion webhook (after a
 // change of the CRD its new watch caches convert every object again, and the watch caches
 // convert a write's event after the write returned) and returns the count of calls.

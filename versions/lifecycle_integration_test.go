@@ -136,12 +136,15 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	})
 
 	var before float64
+	var writeBefore, listBefore time.Duration
 	step(t, "conversion calls per write at v1 with v1alpha1 served", func(t *testing.T) {
 		if _, err := env.upgrade.Tasks("v1", ns).Create(ctx, v1Task(ns, "write-probe", true), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		before = env.callsPerWrite(ctx, t, ns, "write-probe", 20)
 		t.Logf("conversion webhook calls per write at v1, v1alpha1 and v1beta1 served: %.2f", before)
+		writeBefore, listBefore = env.costAtV1(ctx, t, ns, "write-probe", 50)
+		t.Logf("at v1 with v1alpha1 served: a write %v, a LIST of the namespace's Tasks %v (mean of 50, one at a time)", writeBefore, listBefore)
 	})
 
 	fast := versions.Options{Observe: time.Second}
@@ -221,6 +224,9 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	step(t, "conversion calls per write at v1 with v1alpha1 retired", func(t *testing.T) {
 		after = env.callsPerWrite(ctx, t, ns, "write-probe", 20)
 		t.Logf("conversion webhook calls per write at v1: %.2f with v1alpha1 served, %.2f retired", before, after)
+		write, list := env.costAtV1(ctx, t, ns, "write-probe", 50)
+		t.Logf("at v1 with v1alpha1 retired: a write %v (%.2fx served), a LIST %v (%.2fx served)",
+			write, float64(write)/float64(writeBefore), list, float64(list)/float64(listBefore))
 		if after >= before {
 			t.Errorf("calls per write did not drop: %.2f -> %.2f", before, after)
 		}
