@@ -77,8 +77,8 @@
 //   - A pending cancel request marks the current run's active Jobs with it and deletes them;
 //     judged after deletionSettleTime like any deleted Job, a marked one ends its attempt
 //     Failed with no retry. A retry due is dropped the same way. Once nothing of the current
-//     run is left unmarked, cancelRequest = R is recorded. It drops a pending run request not
-//     later than it.
+//     run is left unmarked, cancelRequest = R is recorded. It drops a pending run request
+//     earlier than it; one of the same second stands (the plugin never writes two such).
 //
 // Limits, by design:
 //

@@ -64,13 +64,20 @@ func requestTime(task *v1.Task, key string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("annotation %s of Task %s is %q, not an RFC 3339 time: the request is ignored", key, task.Name, value)
 	}
+	// A run is named by its time in Unix seconds, 0 meaning a one-shot run: a request must
+	// come after 1970-01-01T00:00:00Z to name a run of its own.
+	if t.Unix() <= 0 {
+		return time.Time{}, fmt.Errorf("annotation %s of Task %s is %q, not after 1970-01-01T00:00:00Z: the request is ignored", key, task.Name, value)
+	}
 	return t.UTC().Truncate(time.Second), nil
 }
 
-// cancelledByRequest says the pending run request was made no later than the pending cancel
-// request: the cancel applies to it too, so it starts no run (it is recorded as honoured).
+// cancelledByRequest says the pending run request was made before the pending cancel request:
+// the cancel applies to it too, so it starts no run (it is recorded as honoured). Requests of
+// the same second cannot be ordered; the run stands (the plugin stamps a request one second
+// after a pending request of the other kind, so that its own are never of the same second).
 func (q requests) cancelledByRequest() bool {
-	return !q.run.IsZero() && !q.cancel.IsZero() && !q.cancel.Before(q.run)
+	return !q.run.IsZero() && !q.cancel.IsZero() && q.cancel.After(q.run)
 }
 
 // requestedRecord says rec's run was started for a run request. The Job's annotation says so
