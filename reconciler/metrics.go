@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -152,8 +153,13 @@ type taskSeries struct {
 	runs                                                 *prometheus.CounterVec
 
 	mu sync.Mutex
-	// tracked are the Tasks that have series of their own in runs, by namespace/name.
+	// tracked are the Tasks that have series of their own in runs, by namespace/name: the
+	// ones the last scrape showed (the first maxTaskSeries in namespace/name order), so that
+	// counters and gauges name the same Tasks.
 	tracked map[taskKey]bool
+	// pending counts, by outcome, the runs of Tasks not tracked, until the next scrape says
+	// whether they get series of their own (the counts go there) or not (to task="").
+	pending map[taskKey]map[v1.RunOutcome]float64
 	// lastDurations are the latest run durations observeRunFinished saw.
 	lastDurations map[taskKey]float64
 }
@@ -180,6 +186,7 @@ func newTaskSeries() *taskSeries {
 			Help: "Finished runs of each Task by outcome (Succeeded, Failed); Tasks beyond the per-Task bound are counted under namespace=\"\", task=\"\".",
 		}, append(slices.Clone(taskLabels), "outcome")),
 		tracked:       map[taskKey]bool{},
+		pending:       map[taskKey]map[v1.RunOutcome]float64{},
 		lastDurations: map[taskKey]float64{},
 	}
 }
@@ -197,15 +204,17 @@ func observeRunFinished(task *v1.Task, outcome v1.RunOutcome, duration time.Dura
 func (s *taskSeries) observe(k taskKey, outcome v1.RunOutcome, duration time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.tracked[k] && len(s.tracked) >= maxTaskSeries {
-		s.runs.WithLabelValues("", "", string(outcome)).Inc()
-		return
-	}
-	s.trackLocked(k)
-	s.runs.WithLabelValues(k.namespace, k.name, string(outcome)).Inc()
 	if duration >= 0 {
 		s.lastDurations[k] = duration.Seconds()
 	}
+	if s.tracked[k] {
+		s.runs.WithLabelValues(k.namespace, k.name, string(outcome)).Inc()
+		return
+	}
+	if s.pending[k] == nil {
+		s.pending[k] = map[v1.RunOutcome]float64{}
+	}
+	s.pending[k][outcome]++
 }
 
 func (s *taskSeries) describe(ch chan<- *prometheus.Desc) {
@@ -227,8 +236,7 @@ func (s *taskSeries) collect(ch chan<- prometheus.Metric, tasks []v1.Task) {
 	for i := range sorted {
 		exists[taskKey{sorted[i].Namespace, sorted[i].Name}] = true
 	}
-	s.forgetDeleted(exists)
-	s.track(shown)
+	s.track(shown, exists)
 
 	s.mu.Lock()
 	durations := maps.Clone(s.lastDurations)
@@ -252,17 +260,42 @@ func (s *taskSeries) collect(ch chan<- prometheus.Metric, tasks []v1.Task) {
 	}
 }
 
-// track gives the shown Tasks run counters of their own, at zero for each outcome, while the
-// bound allows: a counter that exists from the start makes rate() and increase() see its
-// first run.
-func (s *taskSeries) track(shown []v1.Task) {
+// track gives exactly the shown Tasks run counters of their own, at zero for each outcome (a
+// counter that exists from the start makes rate() and increase() see its first run), and
+// settles the pending counts: into the Task's own series when it is shown, to task="" when it
+// exists beyond the bound, nowhere when it is gone. A Task that stops being shown (deleted, or
+// pushed past the bound by names that sort first) loses its series.
+func (s *taskSeries) track(shown []v1.Task, exists map[taskKey]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	show := make(map[taskKey]bool, len(shown))
 	for i := range shown {
-		if len(s.tracked) >= maxTaskSeries {
-			return
+		show[taskKey{shown[i].Namespace, shown[i].Name}] = true
+	}
+	for k := range s.tracked {
+		if !show[k] {
+			s.runs.DeletePartialMatch(prometheus.Labels{"namespace": k.namespace, "task": k.name})
+			delete(s.tracked, k)
 		}
-		s.trackLocked(taskKey{shown[i].Namespace, shown[i].Name})
+	}
+	for k := range show {
+		s.trackLocked(k)
+	}
+	for k, counts := range s.pending {
+		for outcome, n := range counts {
+			switch {
+			case show[k]:
+				s.runs.WithLabelValues(k.namespace, k.name, string(outcome)).Add(n)
+			case exists[k]:
+				s.runs.WithLabelValues("", "", string(outcome)).Add(n)
+			}
+		}
+		delete(s.pending, k)
+	}
+	for k := range s.lastDurations {
+		if !exists[k] {
+			delete(s.lastDurations, k)
+		}
 	}
 }
 
@@ -280,23 +313,14 @@ func (s *taskSeries) trackLocked(k taskKey) {
 // runOutcomes are the outcomes a finished run has.
 var runOutcomes = []v1.RunOutcome{v1.RunSucceeded, v1.RunFailed}
 
-// forgetDeleted drops the series of Tasks that are gone, so that deleted Tasks do not keep
-// series (and places under the bound) forever.
-func (s *taskSeries) forgetDeleted(exists map[taskKey]bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.tracked {
-		if !exists[k] {
-			s.runs.DeletePartialMatch(prometheus.Labels{"namespace": k.namespace, "task": k.name})
-			delete(s.tracked, k)
-			delete(s.lastDurations, k)
-		}
-	}
-}
-
-// failedForGood: the current run failed and no retry is due.
+// failedForGood: a one-shot Task failed, or the current run failed and no retry is due; for a
+// scheduled Task, its latest finished run failed (the Failed condition, kept while the next run
+// runs, as Ready=False is).
 func failedForGood(t *v1.Task) bool {
 	if t.Status.Phase == v1.PhaseFailed {
+		return true
+	}
+	if t.Spec.Schedule != nil && meta.IsStatusConditionTrue(t.Status.Conditions, v1.ConditionFailed) {
 		return true
 	}
 	r := t.Status.CurrentRun

@@ -184,8 +184,9 @@ taskoperator_task_runs_total{namespace="ns",outcome="Succeeded",task="d-suspende
 		maxTaskSeries = 2
 		c.perTask = newTaskSeries()
 		c.perTask.observe(taskKey{"ns", "b-failed"}, v1.RunFailed, time.Second)
+		// Beyond the bound: in namespace/name order a-ok and b-failed get series of their own.
 		c.perTask.observe(taskKey{"ns", "c-retrying"}, v1.RunFailed, time.Second)
-		c.perTask.observe(taskKey{"ns", "d-suspended"}, v1.RunFailed, time.Second) // beyond the bound
+		c.perTask.observe(taskKey{"ns", "d-suspended"}, v1.RunFailed, time.Second)
 		if n := testutil.CollectAndCount(c, "taskoperator_task_failing"); n != 2 {
 			t.Errorf("%d taskoperator_task_failing series, want maxTaskSeries = 2", n)
 		}
@@ -199,8 +200,11 @@ taskoperator_task_series_omitted 2
 		if n := testutil.CollectAndCount(c.perTask.runs); n != 2*2+1 {
 			t.Errorf("%d run counter series, want 2 outcomes of 2 Tasks and the overflow", n)
 		}
-		if v := testutil.ToFloat64(c.perTask.runs.WithLabelValues("", "", "Failed")); v != 1 {
-			t.Errorf("runs beyond the bound = %v, want 1 under namespace=\"\", task=\"\"", v)
+		if v := testutil.ToFloat64(c.perTask.runs.WithLabelValues("", "", "Failed")); v != 2 {
+			t.Errorf("runs beyond the bound = %v, want 2 under namespace=\"\", task=\"\"", v)
+		}
+		if v := testutil.ToFloat64(c.perTask.runs.WithLabelValues("ns", "b-failed", "Failed")); v != 1 {
+			t.Errorf("runs of b-failed, shown = %v, want 1 under its own name", v)
 		}
 	})
 }
