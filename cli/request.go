@@ -107,6 +107,10 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 	stamp := at.Format(time.RFC3339)
 	switch kind {
 	case cancelRequest:
+		if !active(task) && task.Status.Phase != taskv1.PhaseRetrying && task.Status.Phase != taskv1.PhaseQueued {
+			fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the pending run request is dropped: that run does not start)\n", name, stamp)
+			return nil
+		}
 		fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the active run's Jobs are deleted; it ends Failed without a retry)\n", name, stamp)
 	default:
 		job := fmt.Sprintf("%s-%d-1", name, at.Unix())
@@ -143,9 +147,45 @@ func active(task *taskv1.Task) bool {
 	return len(task.Status.ActiveJobs) > 0 || (task.Status.CurrentRun != nil && task.Status.CurrentRun.Outcome == taskv1.RunActive)
 }
 
-// cancellable says a cancel has something to stop: an active run or a retry due.
+// cancellable says a cancel has something to stop: an active run, a retry due, or a run
+// request the operator has not started yet (it drops a pending run request that a cancel at or
+// after it covers, so the cancel must be sent even while the status still says finished).
 func cancellable(task *taskv1.Task) bool {
-	return active(task) || task.Status.Phase == taskv1.PhaseRetrying || task.Status.Phase == taskv1.PhaseQueued
+	return active(task) || task.Status.Phase == taskv1.PhaseRetrying || task.Status.Phase == taskv1.PhaseQueued ||
+		runRequestPending(task)
+}
+
+// runRequestPending says the Task's run-requested annotation is a request the operator has not
+// answered yet: later than status.runRequest, and no current run is of its time or later (a
+// schedule time at or after it answers it too), as the reconciler reads it.
+func runRequestPending(task *taskv1.Task) bool {
+	r, ok := annotationTime(task, taskv1.AnnotationRunRequested)
+	if !ok || !r.After(timeOf(task.Status.RunRequest)) {
+		return false
+	}
+	run := task.Status.CurrentRun
+	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
+}
+
+// annotationTime is the time of request annotation key, truncated to the second as the
+// operator reads it; false if it is unset or not an RFC 3339 time (the operator ignores it).
+func annotationTime(task *taskv1.Task, key string) (time.Time, bool) {
+	value := task.Annotations[key]
+	if value == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC().Truncate(time.Second), true
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func phaseText(task *taskv1.Task) string {
