@@ -93,9 +93,14 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		fmt.Fprintf(out, "task.example.com/%s is %s: nothing to cancel\n", name, phaseText(task))
 		return nil
 	}
+	if kind == cancelRequest {
+		at = cancelRequestTime(task, at)
+	}
 	key := taskv1.AnnotationRunRequested
 	if kind == cancelRequest {
 		key = taskv1.AnnotationCancelRequested
+	} else {
+		at = runRequestTime(task, at)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: at.Format(time.RFC3339)}}})
 	if err != nil {
@@ -165,6 +170,32 @@ func runRequestPending(task *taskv1.Task) bool {
 	}
 	run := task.Status.CurrentRun
 	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
+}
+
+// cancelRequestTime is the time a cancel made at now is sent with: now, or the pending run
+// request's time if that is later (a run asked for one second after an earlier cancel), since
+// the operator drops only a run request at or before the cancel.
+func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && r.After(now) {
+		return r
+	}
+	return now
+}
+
+// runRequestTime is the time a run or rerun request made at now is sent with: now, unless a
+// cancel request is pending (set at or after now, or later than status.cancelRequest), which the
+// operator would apply to a run request at or before it and drop it: then one second after that
+// cancel, so the run the user asks for after cancelling is not cancelled with it.
+func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
+	cancel, ok := annotationTime(task, taskv1.AnnotationCancelRequested)
+	if !ok {
+		return now
+	}
+	pending := !cancel.Before(now) || cancel.After(timeOf(task.Status.CancelRequest))
+	if pending && !now.After(cancel) {
+		return cancel.Add(time.Second)
+	}
+	return now
 }
 
 // annotationTime is the time of request annotation key, truncated to the second as the
