@@ -3,12 +3,14 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -37,8 +39,9 @@ func newConvertCommand(o *Options) *cobra.Command {
 the operator's own converter, as the cluster would store them: the same fields, the same
 defaults. No cluster is contacted. A directory is read recursively (*.yaml, *.yml, *.json).
 
-Documents that are not Tasks are printed unchanged, byte for byte. A Task is rewritten as
-YAML with its keys sorted: comments inside it are lost. The result is printed (documents
+Documents that are not Tasks are printed unchanged, byte for byte; the Tasks among the items
+of a List (as kubectl get tasks -o yaml saves them) are converted. A Task is rewritten with
+its keys sorted, as YAML (as JSON if it was written as JSON): comments inside it are lost. The result is printed (documents
 separated by ---), or written back over each file with --in-place.
 
 A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1)
@@ -164,7 +167,8 @@ func joinDocuments(docs [][]byte) []byte {
 	return b.Bytes()
 }
 
-// convertDocument converts one document if it is a Task of a served version.
+// convertDocument converts one document if it is a Task of a served version, or a List (kind:
+// List, or TaskList) holding such Tasks. A document written as JSON is written back as JSON.
 func convertDocument(doc []byte, to string) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return doc, nil
@@ -173,13 +177,91 @@ func convertDocument(doc []byte, to string) ([]byte, error) {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
-	if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind != taskv1.Kind || !strings.HasPrefix(head.APIVersion, taskv1.Group+"/") {
+	if err := yaml.Unmarshal(doc, &head); err != nil {
+		if looksLikeTask(doc) {
+			return nil, fmt.Errorf("a %s that is not valid YAML: %w", taskv1.Kind, err)
+		}
 		return doc, nil // not a Task (or not YAML this command understands): leave it
+	}
+	ours := strings.HasPrefix(head.APIVersion, taskv1.Group+"/")
+	var convert func(map[string]any, string) (map[string]any, error)
+	switch {
+	case head.Kind == taskv1.Kind && ours:
+		convert = convertTask
+	case head.Kind == "List" || (head.Kind == taskv1.Kind+"List" && ours):
+		convert = convertList
+	default:
+		return doc, nil
 	}
 	obj, err := decodeTask(doc)
 	if err != nil {
 		return nil, err
 	}
+	result, err := convert(obj, to)
+	if err != nil {
+		return nil, err
+	}
+	if result == nil {
+		return doc, nil // a List without Tasks: not ours to rewrite
+	}
+	if writtenAsJSON(doc) {
+		b, err := json.MarshalIndent(result, "", "  ")
+		return append(b, '\n'), err
+	}
+	return yaml.Marshal(result)
+}
+
+// taskKindLine and taskAPIVersionLine find a document's top-level kind: Task and apiVersion of the Task's group in text
+// that does not parse, in YAML or JSON form: such a document is a Task the command cannot read,
+// refused rather than left unconverted.
+var (
+	taskKindLine       = regexp.MustCompile(`(?m)^kind:\s*["']?` + taskv1.Kind + `["']?\s*$|"kind"\s*:\s*"` + taskv1.Kind + `"`)
+	taskAPIVersionLine = regexp.MustCompile(`(?m)^apiVersion:\s*["']?` + regexp.QuoteMeta(taskv1.Group) + `/|"apiVersion"\s*:\s*"` + regexp.QuoteMeta(taskv1.Group) + `/`)
+)
+
+func looksLikeTask(doc []byte) bool {
+	return taskKindLine.Match(doc) && taskAPIVersionLine.Match(doc)
+}
+
+func writtenAsJSON(doc []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(doc), []byte("{"))
+}
+
+// convertList converts the Tasks among a List's items (`kubectl get tasks -o yaml` saves a
+// kind: List) and keeps the other items as they were; a TaskList takes the target version. It
+// is nil for a List without Tasks, which is left byte for byte.
+func convertList(list map[string]any, to string) (map[string]any, error) {
+	items, ok := list["items"].([]any)
+	if !ok && list["items"] != nil {
+		return nil, fmt.Errorf("items of the %s is not a list", list["kind"])
+	}
+	tasks := 0
+	for i, item := range items {
+		obj, ok := item.(map[string]any)
+		if !ok || obj["kind"] != taskv1.Kind {
+			continue
+		}
+		if v, _ := obj["apiVersion"].(string); !strings.HasPrefix(v, taskv1.Group+"/") {
+			continue
+		}
+		converted, err := convertTask(obj, to)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		items[i] = converted
+		tasks++
+	}
+	if tasks == 0 && list["kind"] == "List" {
+		return nil, nil
+	}
+	if list["kind"] == taskv1.Kind+"List" {
+		list["apiVersion"] = taskv1.Group + "/" + to
+	}
+	return list, nil
+}
+
+// convertTask converts one Task object to version to, refusing what to cannot express.
+func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	_, hadStatus := obj["status"]
 	hub, err := conversion.Convert(obj, taskv1.GroupVersion.Version)
 	if err != nil {
@@ -210,7 +292,7 @@ func convertDocument(doc []byte, to string) ([]byte, error) {
 		delete(result, "status")
 	}
 	tidyMetadata(result)
-	return yaml.Marshal(result)
+	return result, nil
 }
 
 // decodeTask reads a manifest document as the converter wants it: JSON numbers as int64.

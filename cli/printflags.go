@@ -48,8 +48,12 @@ func (f *printFlags) toPrinter() (printers.ResourcePrinter, error) {
 		return f.columns.ToPrinter(format)
 	}
 	p, err := f.generic.ToPrinter()
-	if err != nil {
+	switch {
+	case genericclioptions.IsNoCompatiblePrinterError(err):
 		return nil, fmt.Errorf("-o %s: unknown output format (want one of %s)", format, strings.Join(f.allowedFormats(), ", "))
+	case err != nil:
+		// A known format whose template is missing or does not parse: its own error says why.
+		return nil, fmt.Errorf("-o %s: %w", format, err)
 	}
 	return p, nil
 }

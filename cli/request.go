@@ -93,9 +93,14 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		fmt.Fprintf(out, "task.example.com/%s is %s: nothing to cancel\n", name, phaseText(task))
 		return nil
 	}
+	if kind == cancelRequest {
+		at = cancelRequestTime(task, at)
+	}
 	key := taskv1.AnnotationRunRequested
 	if kind == cancelRequest {
 		key = taskv1.AnnotationCancelRequested
+	} else {
+		at = runRequestTime(task, at)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: at.Format(time.RFC3339)}}})
 	if err != nil {
@@ -107,6 +112,10 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 	stamp := at.Format(time.RFC3339)
 	switch kind {
 	case cancelRequest:
+		if !active(task) && task.Status.Phase != taskv1.PhaseRetrying && task.Status.Phase != taskv1.PhaseQueued {
+			fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the pending run request is dropped: that run does not start)\n", name, stamp)
+			return nil
+		}
 		fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the active run's Jobs are deleted; it ends Failed without a retry)\n", name, stamp)
 	default:
 		job := fmt.Sprintf("%s-%d-1", name, at.Unix())
@@ -143,9 +152,71 @@ func active(task *taskv1.Task) bool {
 	return len(task.Status.ActiveJobs) > 0 || (task.Status.CurrentRun != nil && task.Status.CurrentRun.Outcome == taskv1.RunActive)
 }
 
-// cancellable says a cancel has something to stop: an active run or a retry due.
+// cancellable says a cancel has something to stop: an active run, a retry due, or a run
+// request the operator has not started yet (it drops a pending run request that a cancel at or
+// after it covers, so the cancel must be sent even while the status still says finished).
 func cancellable(task *taskv1.Task) bool {
-	return active(task) || task.Status.Phase == taskv1.PhaseRetrying || task.Status.Phase == taskv1.PhaseQueued
+	return active(task) || task.Status.Phase == taskv1.PhaseRetrying || task.Status.Phase == taskv1.PhaseQueued ||
+		runRequestPending(task)
+}
+
+// runRequestPending says the Task's run-requested annotation is a request the operator has not
+// answered yet: later than status.runRequest, and no current run is of its time or later (a
+// schedule time at or after it answers it too), as the reconciler reads it.
+func runRequestPending(task *taskv1.Task) bool {
+	r, ok := annotationTime(task, taskv1.AnnotationRunRequested)
+	if !ok || !r.After(timeOf(task.Status.RunRequest)) {
+		return false
+	}
+	run := task.Status.CurrentRun
+	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
+}
+
+// cancelRequestTime is the time a cancel made at now is sent with: now, or the pending run
+// request's time if that is later (a run asked for one second after an earlier cancel), since
+// the operator drops only a run request at or before the cancel.
+func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && r.After(now) {
+		return r
+	}
+	return now
+}
+
+// runRequestTime is the time a run or rerun request made at now is sent with: now, unless a
+// cancel request is pending (set at or after now, or later than status.cancelRequest), which the
+// operator would apply to a run request at or before it and drop it: then one second after that
+// cancel, so the run the user asks for after cancelling is not cancelled with it.
+func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
+	cancel, ok := annotationTime(task, taskv1.AnnotationCancelRequested)
+	if !ok {
+		return now
+	}
+	pending := !cancel.Before(now) || cancel.After(timeOf(task.Status.CancelRequest))
+	if pending && !now.After(cancel) {
+		return cancel.Add(time.Second)
+	}
+	return now
+}
+
+// annotationTime is the time of request annotation key, truncated to the second as the
+// operator reads it; false if it is unset or not an RFC 3339 time (the operator ignores it).
+func annotationTime(task *taskv1.Task, key string) (time.Time, bool) {
+	value := task.Annotations[key]
+	if value == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC().Truncate(time.Second), true
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func phaseText(task *taskv1.Task) string {

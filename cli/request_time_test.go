@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	taskv1 "example.com/task-operator/apis/v1"
+)
+
+// TestRunRequestIsSentAfterAPendingCancel: `kubectl task cancel X; kubectl task run X` within
+// one second would send a run request at the cancel's own time, which the operator drops (a
+// cancel at or after a pending run request covers it). The run request is sent one second after
+// a pending cancel instead; a cancel already honoured or older than now leaves it at now.
+func TestRunRequestIsSentAfterAPendingCancel(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	honoured := func(d time.Duration) *metav1.Time { h := metav1.NewTime(now.Add(d)); return &h }
+	for _, tc := range []struct {
+		name     string
+		cancel   string
+		honoured *metav1.Time
+		want     time.Time
+	}{
+		{name: "no cancel", want: now},
+		{name: "a cancel in the same second, not honoured yet", cancel: at(0), want: now.Add(time.Second)},
+		{name: "a cancel in the same second, already honoured", cancel: at(0), honoured: honoured(0), want: now.Add(time.Second)},
+		{name: "a cancel a second ahead (clock skew)", cancel: at(time.Second), want: now.Add(2 * time.Second)},
+		{name: "an earlier cancel not honoured yet", cancel: at(-time.Minute), want: now},
+		{name: "an earlier cancel honoured", cancel: at(-time.Minute), honoured: honoured(-time.Minute), want: now},
+		{name: "a cancel that does not parse", cancel: "soon", want: now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := &taskv1.Task{}
+			task.Name = "report"
+			task.Status.CancelRequest = tc.honoured
+			if tc.cancel != "" {
+				task.Annotations = map[string]string{taskv1.AnnotationCancelRequested: tc.cancel}
+			}
+			if got := runRequestTime(task, now); !got.Equal(tc.want) {
+				t.Errorf("cancel-requested %q (status.cancelRequest %v): run requested at %s, want %s", tc.cancel, tc.honoured, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCancelCoversAPendingRunRequestAheadOfNow: a run request sent one second after a cancel
+// (see TestRunRequestIsSentAfterAPendingCancel) is still pending when the user cancels again in
+// the same second; the new cancel is sent at the run request's time so that it covers it.
+func TestCancelCoversAPendingRunRequestAheadOfNow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		run  string
+		want time.Time
+	}{
+		{name: "no run request", want: now},
+		{name: "a pending run request a second ahead", run: now.Add(time.Second).Format(time.RFC3339), want: now.Add(time.Second)},
+		{name: "a pending run request in the past", run: now.Add(-time.Minute).Format(time.RFC3339), want: now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := &taskv1.Task{}
+			task.Name = "report"
+			if tc.run != "" {
+				task.Annotations = map[string]string{taskv1.AnnotationRunRequested: tc.run}
+			}
+			if got := cancelRequestTime(task, now); !got.Equal(tc.want) {
+				t.Errorf("run-requested %q: cancel requested at %s, want %s", tc.run, got, tc.want)
+			}
+		})
+	}
+}
