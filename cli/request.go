@@ -172,19 +172,19 @@ func runRequestPending(task *taskv1.Task) bool {
 	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
 }
 
-// cancelRequestTime is the time a cancel made at now is sent with: now, or the pending run
-// request's time if that is later (a run asked for one second after an earlier cancel), since
-// the operator drops only a run request at or before the cancel.
+// cancelRequestTime is the time a cancel made at now is sent with: now, or one second after a
+// pending run request of this second or later (a run asked for one second after an earlier
+// cancel), since the operator drops only a run request strictly before the cancel.
 func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
-	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && r.After(now) {
-		return r
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) {
+		return r.Add(time.Second)
 	}
 	return now
 }
 
 // runRequestTime is the time a run or rerun request made at now is sent with: now, unless a
 // cancel request is pending (set at or after now, or later than status.cancelRequest), which the
-// operator would apply to a run request at or before it and drop it: then one second after that
+// operator would apply to a run request before it and drop it: then one second after that
 // cancel, so the run the user asks for after cancelling is not cancelled with it.
 func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
 	cancel, ok := annotationTime(task, taskv1.AnnotationCancelRequested)

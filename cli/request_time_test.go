@@ -56,7 +56,8 @@ func TestCancelCoversAPendingRunRequestAheadOfNow(t *testing.T) {
 		want time.Time
 	}{
 		{name: "no run request", want: now},
-		{name: "a pending run request a second ahead", run: now.Add(time.Second).Format(time.RFC3339), want: now.Add(time.Second)},
+		{name: "a pending run request a second ahead", run: now.Add(time.Second).Format(time.RFC3339), want: now.Add(2 * time.Second)},
+		{name: "a pending run request of this second", run: now.Format(time.RFC3339), want: now.Add(time.Second)},
 		{name: "a pending run request in the past", run: now.Add(-time.Minute).Format(time.RFC3339), want: now},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
