@@ -33,14 +33,37 @@ func QuietExpectedErrors(log logr.Logger) logr.Logger {
 		return log
 	}
 	if cd, ok := sink.(logr.CallDepthLogSink); ok {
-		sink = cd.WithCallDepth(1) // the wrapper's own frame
+		sink = cd.WithCallDepth(1) // the wrapper's own frame: quietSink.Info or quietSink.Error
 	}
 	return logr.New(&quietSink{LogSink: sink})
 }
 
+// quietSink forwards to the wrapped sink. Every logging method it has is one real frame
+// between logr.Logger and the wrapped sink (hence the WithCallDepth(1) above), so it defines
+// Info itself rather than promoting it: a promoted method's wrapper is elided from stacks, and
+// the depth would then be one too many for Info lines.
 type quietSink struct {
 	logr.LogSink
 	name string // the logger's name, as WithName built it
+}
+
+// Init does nothing: the wrapped sink was initialised by the logr.New that built the caller's
+// logger, and initialising it again (zapr adds the call depth it is given to its caller skip)
+// would count logr's own frame twice.
+func (s *quietSink) Init(logr.RuntimeInfo) {}
+
+func (s *quietSink) Info(level int, msg string, keysAndValues ...any) {
+	s.LogSink.Info(level, msg, keysAndValues...)
+}
+
+// WithCallDepth passes a caller's extra depth (logr.Logger.WithCallDepth, used by helpers that
+// log for their callers) through to the wrapped sink, keeping the wrapper around it.
+func (s *quietSink) WithCallDepth(depth int) logr.LogSink {
+	cd, ok := s.LogSink.(logr.CallDepthLogSink)
+	if !ok {
+		return s
+	}
+	return &quietSink{LogSink: cd.WithCallDepth(depth), name: s.name}
 }
 
 func (s *quietSink) Error(err error, msg string, keysAndValues ...any) {

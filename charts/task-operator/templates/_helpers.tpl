@@ -19,6 +19,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{- /* Labels of an object that the user's own tools select (the ServiceMonitor, the PrometheusRule,
+the dashboard ConfigMap): the chart's labels, then .own (the object's extra chart labels), then
+the user's .extra over both. On a key they share, the user's value wins: it is what their
+Prometheus or Grafana selects by (e.g. app.kubernetes.io/instance), and a key rendered twice is
+invalid YAML. Called with (dict "root" $ "own" (dict ...) "extra" .Values...labels). */ -}}
+{{- define "task-operator.selectableLabels" -}}
+{{- $chart := include "task-operator.labels" .root | fromYaml -}}
+{{- toYaml (merge (dict) (.extra | default dict) (.own | default dict) $chart) -}}
+{{- end -}}
+
 {{- define "task-operator.selectorLabels" -}}
 app.kubernetes.io/name: task-operator
 control-plane: controller-manager
