@@ -86,3 +86,24 @@ func TestUsageRecordIsBoundedAndSkipsDryRuns(t *testing.T) {
 		t.Error("a second snapshot without writes is dirty")
 	}
 }
+
+// The record exists to name who still writes at an old version; writes at the storage version
+// (every controller's, every up-to-date client's) must not push such a writer out of it, or
+// retire's writers check passes a client that wrote at v1alpha1 a minute ago.
+func TestUsageRecordKeepsAnOldVersionWriterWhenStorageVersionWritersFillIt(t *testing.T) {
+	r := NewUsageRecorder(nil, "ns", time.Minute)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	r.observe(usageRequest(t, "v1alpha1", "legacy", `{"fieldManager":"old-tool"}`, nil, false))
+	for i := range versions.MaxUsageEntries {
+		now = now.Add(time.Second)
+		r.observe(usageRequest(t, "v1", fmt.Sprintf("system:serviceaccount:team-%d:ci", i), `{"fieldManager":"ci"}`, nil, false))
+	}
+	rec, _ := r.snapshot()
+	for _, e := range rec.Entries {
+		if e.Version == "v1alpha1" && e.User == "legacy" {
+			return
+		}
+	}
+	t.Errorf("the v1alpha1 writer legacy was evicted by %d writers at v1 (evicted %d)", versions.MaxUsageEntries, rec.Evicted)
+}
