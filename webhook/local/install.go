@@ -55,8 +55,10 @@ func keepRetired(crd *unstructured.Unstructured, retired []string) error {
 		return fmt.Errorf("embedded CRD: spec.versions: %w", err)
 	}
 	for _, item := range list {
+		// The storage version is never unserved, whatever the annotation (anyone who may
+		// update the CRD may edit it) says: the operator and every client read Tasks there.
 		v, ok := item.(map[string]any)
-		if ok && slices.Contains(retired, fmt.Sprint(v["name"])) {
+		if ok && slices.Contains(retired, fmt.Sprint(v["name"])) && v["storage"] != true {
 			v["served"] = false
 		}
 	}
