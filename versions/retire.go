@@ -286,8 +286,14 @@ func (c *clients) preflight(ctx context.Context, opts Options, r *Report, versio
 // opts.Observe; any request in between is a blocker.
 func (c *clients) observe(ctx context.Context, opts Options, r *Report, version string) (Blocker, bool) {
 	before := r.Version(version).Requests
-	if opts.Observe < 0 || before == nil {
+	if opts.Observe < 0 {
 		return Blocker{}, false
+	}
+	if before == nil {
+		// Unread is not unused: neither the requests nor the open watches at the version are
+		// known (the report's watch count is 0 for want of metrics, not for want of watches).
+		return Blocker{Check: "requests", What: fmt.Sprintf("the apiserver's metrics could not be read: requests and open watches at %s are unknown", version),
+			Fix: "grant get on the /metrics non-resource URL", Forceable: true}, true
 	}
 	select {
 	case <-ctx.Done():
