@@ -2,12 +2,13 @@ package versions
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -38,6 +39,40 @@ type auditEvent struct {
 	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
+type auditKey struct{ version, user, agent, verb string }
+
+// countAuditLine counts one line of an audit log into byKey; false if it is not an event.
+func countAuditLine(byKey map[auditKey]*AuditCount, line []byte, group, resource string) bool {
+	if len(line) == 0 {
+		return true
+	}
+	var e auditEvent
+	if err := json.Unmarshal(line, &e); err != nil {
+		return false
+	}
+	if e.ObjectRef == nil || e.ObjectRef.APIGroup != group || e.ObjectRef.Resource != resource {
+		return true
+	}
+	want := "ResponseComplete"
+	if e.Verb == "watch" {
+		want = "ResponseStarted" // a watch completes only when it ends
+	}
+	if e.Stage != want {
+		return true
+	}
+	k := auditKey{e.ObjectRef.APIVersion, e.User.Username, e.UserAgent, e.Verb}
+	c, ok := byKey[k]
+	if !ok {
+		c = &AuditCount{Version: k.version, User: k.user, UserAgent: k.agent, Verb: k.verb}
+		byKey[k] = c
+	}
+	c.Count++
+	if e.StageTimestamp.After(c.Last) {
+		c.Last = e.StageTimestamp
+	}
+	return true
+}
+
 // readAuditLog counts the requests to group/resource in an audit log of JSON lines, one per
 // request (its ResponseComplete or, for a watch, ResponseStarted stage; other stages of the
 // same request are not counted again), by version, user, user agent and verb. Lines that are
@@ -48,43 +83,21 @@ func readAuditLog(path, group, resource string) (counts []AuditCount, bad int, e
 		return nil, 0, fmt.Errorf("audit log: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	type key struct{ version, user, agent, verb string }
-	byKey := map[key]*AuditCount{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+	byKey := map[auditKey]*AuditCount{}
+	// Lines of any length are read: a policy that records responses writes a LIST of many
+	// Tasks as one line.
+	rd := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, readErr := rd.ReadBytes('\n')
+		if readErr != nil && readErr != io.EOF {
+			return nil, bad, fmt.Errorf("audit log %s: %w", path, readErr)
 		}
-		var e auditEvent
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
+		if !countAuditLine(byKey, bytes.TrimSpace(line), group, resource) {
 			bad++
-			continue
 		}
-		if e.ObjectRef == nil || e.ObjectRef.APIGroup != group || e.ObjectRef.Resource != resource {
-			continue
+		if readErr == io.EOF {
+			break
 		}
-		want := "ResponseComplete"
-		if e.Verb == "watch" {
-			want = "ResponseStarted" // a watch completes only when it ends
-		}
-		if e.Stage != want {
-			continue
-		}
-		k := key{e.ObjectRef.APIVersion, e.User.Username, e.UserAgent, e.Verb}
-		c, ok := byKey[k]
-		if !ok {
-			c = &AuditCount{Version: k.version, User: k.user, UserAgent: k.agent, Verb: k.verb}
-			byKey[k] = c
-		}
-		c.Count++
-		if e.StageTimestamp.After(c.Last) {
-			c.Last = e.StageTimestamp
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, bad, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	for _, c := range byKey {
 		counts = append(counts, *c)
