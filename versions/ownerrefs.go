@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,19 +80,33 @@ func (c *clients) rewriteOne(ctx context.Context, d Dependent, group, kind, apiV
 // rewrittenRefs returns refs with every reference to kind in group at another version moved to
 // apiVersion; the owner's uid, name and flags stay as they are.
 func rewrittenRefs(refs []metav1.OwnerReference, group, kind, apiVersion string) ([]metav1.OwnerReference, bool) {
-	out := make([]metav1.OwnerReference, len(refs))
+	out := make([]metav1.OwnerReference, 0, len(refs))
 	changed := false
-	for i, ref := range refs {
-		out[i] = ref
-		if ref.Kind != kind || ref.APIVersion == apiVersion {
-			continue
-		}
-		if gvGroup(ref.APIVersion) == group {
-			out[i].APIVersion = apiVersion
+	for _, ref := range refs {
+		if ref.Kind == kind && ref.APIVersion != apiVersion && gvGroup(ref.APIVersion) == group {
+			ref.APIVersion = apiVersion
 			changed = true
 		}
+		// A dependent that named the owner at both versions names it once: the apiserver
+		// keeps references that differ only in their flags, and warns on every write.
+		if i := slices.IndexFunc(out, func(o metav1.OwnerReference) bool {
+			return o.UID == ref.UID && o.APIVersion == ref.APIVersion && o.Kind == ref.Kind
+		}); i >= 0 {
+			out[i].Controller = orTrue(out[i].Controller, ref.Controller)
+			out[i].BlockOwnerDeletion = orTrue(out[i].BlockOwnerDeletion, ref.BlockOwnerDeletion)
+			continue
+		}
+		out = append(out, ref)
 	}
 	return out, changed
+}
+
+// orTrue is a pointer to true when either a or b points to true, else a.
+func orTrue(a, b *bool) *bool {
+	if b != nil && *b {
+		return b
+	}
+	return a
 }
 
 func gvGroup(apiVersion string) string {
