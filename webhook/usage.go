@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	taskv1 "example.com/task-operator/apis/v1"
+
 	"example.com/task-operator/versions"
 )
 
@@ -127,11 +129,16 @@ func (r *UsageRecorder) observe(req admission.Request) {
 }
 
 func (r *UsageRecorder) evictOldest() {
+	// Writers at the storage version go first: the record is read to find who still writes at
+	// an old one, and many v1 writers must not push that one out.
 	var oldest usageKey
 	var at time.Time
+	oldestStorage := false
 	for k, e := range r.entries {
-		if at.IsZero() || e.Last.Before(at) {
-			oldest, at = k, e.Last
+		storage := k.version == taskv1.GroupVersion.Version
+		switch {
+		case at.IsZero(), storage && !oldestStorage, storage == oldestStorage && e.Last.Before(at):
+			oldest, at, oldestStorage = k, e.Last, storage
 		}
 	}
 	delete(r.entries, oldest)
