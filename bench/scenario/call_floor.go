@@ -315,32 +315,50 @@ func renameOnly(w http.ResponseWriter, req *http.Request) {
 	_ = json.NewEncoder(w).Encode(&review)
 }
 
+// floorAttempts is how many windows timeReads tries for one in which the calls are exactly one
+// per GET: a conversion another client of the cluster causes meanwhile (a controller's list,
+// a watch cache) spoils a window, and is no fault of what is measured.
+const floorAttempts = 3
+
 // timeReads GETs t's objects at v1alpha1, reads times in turn, and reports the apiserver's
-// timing of the conversion calls they made; it returns their mean, and false when the calls
-// were not one per GET through t's server (a violation, reported).
+// timing of the conversion calls they made; it returns their mean, and false when in none of
+// floorAttempts windows the calls were one per GET through t's server (a violation, reported).
 func timeReads(ctx context.Context, e *harness.Env, t floorTarget, reads int, r *Result) (time.Duration, bool, error) {
+	var spoiled string
+	for range floorAttempts {
+		mean, ok, note, err := timeReadsOnce(ctx, e, t, reads, r)
+		if err != nil || ok {
+			return mean, ok, err
+		}
+		spoiled = note
+	}
+	r.Violation("conversion call floor: not one call per GET through "+t.name, 1,
+		fmt.Sprintf("in %d windows; the last: %s", floorAttempts, spoiled))
+	return 0, false, nil
+}
+
+// timeReadsOnce is one window of timeReads; note says how it was spoiled when ok is false.
+func timeReadsOnce(ctx context.Context, e *harness.Env, t floorTarget, reads int, r *Result) (time.Duration, bool, string, error) {
 	before, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
 	if err != nil {
-		return 0, false, err
+		return 0, false, "", err
 	}
 	t.server.HandlerTimes()
 	t.server.Protocols()
 	for i := range reads {
 		if err := t.read(ctx, t.objects[i%len(t.objects)].GetName()); err != nil {
-			return 0, false, fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
+			return 0, false, "", fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
 		}
 	}
 	after, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
 	if err != nil {
-		return 0, false, err
+		return 0, false, "", err
 	}
 	handler, _ := t.server.HandlerTimes()
 	protocols := t.server.Protocols()
 	calls := after.Sub(before).Total()
 	if int(calls.Count) != reads || len(handler) != reads {
-		r.Violation("conversion call floor: not one call per GET through "+t.name, 1,
-			fmt.Sprintf("%d GETs, %.0f calls timed by the apiserver, %d served by %s", reads, calls.Count, len(handler), t.url))
-		return 0, false, nil
+		return 0, false, fmt.Sprintf("%d GETs, %.0f calls timed by the apiserver, %d served by %s", reads, calls.Count, len(handler), t.url), nil
 	}
 	mean := time.Duration(float64(time.Second) * calls.Sum / calls.Count)
 	hs := summarize(handler)
@@ -348,7 +366,7 @@ func timeReads(ctx context.Context, e *harness.Env, t floorTarget, reads int, r 
 		fmt.Sprintf("%d GETs at v1alpha1, one call each, %v; %.0f%% ≤ 1 ms, %.0f%% ≤ 2 ms (the first buckets: p50 ≤ 0.5 ms needs all ≤ 1 ms); handler p50 %s, mean %s; object %s",
 			reads, protocols, 100*calls.Within(0.001), 100*calls.Within(0.002), hs.p50, hs.mean, objectSize(t.objects[0])),
 		"mean %s, p50 %.2f ms / p99 %.2f ms", mean.Round(time.Microsecond), 1000*calls.Quantile(0.5), 1000*calls.Quantile(0.99))
-	return mean, true, nil
+	return mean, true, "", nil
 }
 
 func objectSize(obj *unstructured.Unstructured) string {
