@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gzipped packs plain the way encodePreserved does for large values.
@@ -42,8 +44,8 @@ func repeated(open, item, closing string, count int) string {
 }
 
 // TestAnnotationBombsAreRefused: an annotation of millions of tiny values, a few KiB once
-// gzipped, took the webhook 54 s and 4.5 GiB of heap before values were counted (found by the
-// #12 attack). It must fail the conversion at once, naming the annotation.
+// gzipped, took the webhook 54 s and 4.5 GiB of heap before values were counted.
+// It must fail the conversion at once, naming the annotation.
 func TestAnnotationBombsAreRefused(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -111,5 +113,68 @@ func TestCountJSONValues(t *testing.T) {
 		if got := countJSONValues([]byte(text)); got != want {
 			t.Errorf("countJSONValues(%s) = %d, want %d", text, got, want)
 		}
+	}
+}
+
+// forgedLeaves is a preserved-fields annotation whose patch holds n keys no Task has, under part
+// (spec or status): n hidden "fields" for restoreHidden to try one by one.
+func forgedLeaves(part string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"v":2,"spec":"x","status":"y","patch":{%q:{`, part)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	b.WriteString(`}}}`)
+	return b.String()
+}
+
+// TestForgedAnnotationKeysCostBoundedWork: a client writing at an old version sends an annotation of
+// a few thousand unknown keys (well under maxPreservedValues and the 256 KiB annotation limit)
+// with a large visible field. restoreHidden then re-encodes and re-decodes the whole body once per
+// key (the "keep the others, one by one" fallback): 2,000 keys and a 64 KiB script took 4 s of
+// CPU and gigabytes of allocation; 19,000 keys and a 2 MiB status.lastError (the apiserver
+// converts before it validates, so only its 3 MiB request limit applies) take tens of minutes.
+// One write by anyone allowed to update a Task pins a webhook replica. The work must not grow
+// with the number of keys a client invents.
+func TestForgedAnnotationKeysCostBoundedWork(t *testing.T) {
+	cases := []struct {
+		name, part string
+		spec       map[string]any
+		status     map[string]any
+	}{
+		{"spec keys, 64 KiB script", "spec",
+			map[string]any{"type": "shell", "shell": strings.Repeat("e", 64<<10), "replicas": int64(1), "maxRetry": int64(0)}, nil},
+		{"status keys, 256 KiB lastError", "status",
+			map[string]any{"type": "shell", "shell": "echo", "replicas": int64(1), "maxRetry": int64(0)},
+			map[string]any{"lastError": strings.Repeat("e", 256<<10)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := map[string]any{
+				"apiVersion": "example.com/v1alpha1", "kind": "Task",
+				"metadata": map[string]any{"name": "slow", "namespace": "ns",
+					"annotations": map[string]any{PreservedAnnotation: forgedLeaves(tc.part, 1000)}},
+				"spec": tc.spec,
+			}
+			if tc.status != nil {
+				obj["status"] = tc.status
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, _ = Convert(obj, hubVersion) // refused or converted: either is fine, cheaply
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%s: %v, %d MiB allocated", tc.name, took, allocated>>20)
+			if limit := uint64(64 << 20); allocated > limit {
+				t.Fatalf("converting one object with a forged annotation of 1,000 keys allocated %d MiB (took %v); want under %d MiB",
+					allocated>>20, took, limit>>20)
+			}
+		})
 	}
 }

@@ -96,3 +96,33 @@ func requireOnlyHistoryLimitsPreserved(t *testing.T, spoke map[string]any) {
 	}
 	delete(spoke["metadata"].(map[string]any)["annotations"].(map[string]any), PreservedAnnotation)
 }
+
+// TestHubPathsKnowEveryField pins hubPaths to the hub's JSON: every path of a fully populated
+// Task is in it, and nothing below a leaf is.
+func TestHubPathsKnowEveryField(t *testing.T) {
+	obj := hubObject(t, richHub("echo"))
+	setAt(obj, "spec.runner.http", map[string]any{"url": "https://a/", "method": "GET", "headers": []any{}, "body": "b", "timeout": "1s", "acceptedStatusCodes": []any{}})
+	var walk func(m map[string]any, at path)
+	walk = func(m map[string]any, at path) {
+		for k, v := range m {
+			p := join(at, k)
+			if !hubPaths[p] {
+				t.Errorf("%s is a field of the hub, missing from hubPaths", p)
+			}
+			if sub, ok := v.(map[string]any); ok {
+				walk(sub, p)
+			}
+		}
+	}
+	walk(bodyOf(obj), "")
+	for _, p := range []path{"spec.retry.backoff.max", "status.currentRun.job.uid", "status.observedSchedule.since", "status.conditions"} {
+		if !hubPaths[p] {
+			t.Errorf("%s missing from hubPaths", p)
+		}
+	}
+	for _, p := range []path{"spec.timeout.Duration", "status.startTime.Time", "spec.k1", "metadata", "spec.runner.shell.env.name"} {
+		if hubPaths[p] {
+			t.Errorf("%s is not a field of the hub, but in hubPaths", p)
+		}
+	}
+}

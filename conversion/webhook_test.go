@@ -1,11 +1,13 @@
 package conversion
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -286,5 +288,173 @@ func TestMetricLabelsComeFromServedVersionsOnly(t *testing.T) {
 	}
 	if !labels["unknown"] {
 		t.Errorf("made-up versions were not counted as unknown: %v", labels)
+	}
+}
+
+// TestMetadataNullIsNotAnObject: metadata that is null is no object, for the handler
+// that keeps managedFields raw as for Convert (the handler before it answered "metadata is not
+// an object"), rather than an empty metadata the apiserver would get back.
+func TestMetadataNullIsNotAnObject(t *testing.T) {
+	obj := `{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":null,"spec":{"type":"shell","shell":"x"}}`
+	for _, to := range []string{"example.com/v1", "example.com/v1beta1"} {
+		body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"` + to + `","objects":[` + obj + `]}}`
+		review := serve(t, body)
+		if review.Response.Result.Status != "Failure" || !strings.Contains(review.Response.Result.Message, "metadata is not an object") {
+			t.Errorf("to %s: result %+v, converted %d; want metadata is not an object", to, review.Response.Result, len(review.Response.ConvertedObjects))
+		}
+	}
+}
+
+// TestManagedFieldsComeBackAsSent: the raw managedFields the handler no longer decodes
+// come back meaning what was sent, at every version, with the keys of fieldsV1 (k:{...} with
+// escaped quotes, HTML characters, non-ASCII) intact.
+func TestManagedFieldsComeBackAsSent(t *testing.T) {
+	mf := `[{"manager":"a<b>&c","operation":"Apply","apiVersion":"example.com/v1","time":"2030-01-02T03:04:05Z","fieldsType":"FieldsV1",` +
+		`"fieldsV1":{"f:metadata":{"f:labels":{"f:é\u2028":{}}},"f:spec":{"f:runner":{"f:http":{"f:headers":{"k:{\"name\":\"<x>&\"}":{".":{},"f:name":{}}}}}}}},` +
+		`{"manager":"s","operation":"Update","apiVersion":"example.com/v1alpha1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":{"f:status":{".":{},"f:state":{}}}}]`
+	hub := hubObject(t, httpHub())
+	var want any
+	if err := json.Unmarshal([]byte(mf), &want); err != nil {
+		t.Fatal(err)
+	}
+	hub["metadata"].(map[string]any)["managedFields"] = want
+	raw, _ := json.Marshal(hub)
+	for _, to := range []string{"example.com/v1alpha1", "example.com/v1beta1", "example.com/v1"} {
+		review := serve(t, `{"request":{"uid":"u","desiredAPIVersion":"`+to+`","objects":[`+string(raw)+`]}}`)
+		if review.Response.Result.Status != "Success" || len(review.Response.ConvertedObjects) != 1 {
+			t.Fatalf("to %s: %+v", to, review.Response.Result)
+		}
+		var got struct {
+			Metadata struct {
+				ManagedFields any `json:"managedFields"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(review.Response.ConvertedObjects[0].Raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got.Metadata.ManagedFields)
+		w, _ := json.Marshal(want)
+		if !bytes.Equal(g, w) {
+			t.Errorf("to %s: managedFields\n got %s\nwant %s", to, g, w)
+		}
+	}
+}
+
+var requestName = regexp.MustCompile(`"t[0-9]+-[0-9]+-`)
+
+// TestPooledBuffersKeepRequestsApart: requests served at once, of sizes on both sides
+// of the pooled 64 KiB buffers, some cut short mid-object, each get their own objects back and
+// nothing of another request.
+func TestPooledBuffersKeepRequestsApart(t *testing.T) {
+	h := NewHandler()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				name := fmt.Sprintf("t%d-%d-%s", g, i, strings.Repeat("y", (g*9973+i*7919)%90000))
+				obj := fmt.Sprintf(`{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":%q,"managedFields":[{"manager":%q}]},"spec":{"type":"shell","shell":%q}}`, name, name, name)
+				body := `{"request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":[` + obj + `]}}`
+				cut := i%5 == 0
+				if cut {
+					body = body[:len(body)/2]
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+				out := rec.Body.String()
+				others := len(requestName.FindAllString(out, -1)) - strings.Count(out, `"`+name)
+				switch {
+				case cut && (!strings.Contains(out, `"Failure"`) || strings.Contains(out, `"convertedObjects":[{`)):
+					errs <- fmt.Errorf("request %d/%d cut short: %.300s", g, i, out)
+					return
+				case !cut && (strings.Count(out, name) != 3 || others != 0 || !strings.Contains(out, `"Success"`)):
+					errs <- fmt.Errorf("request %d/%d: %.300s", g, i, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestReviewMemoryIsBounded: /convert is served without client authentication, to anyone
+// who can reach the webhook Service. The handler checked an object's size only after
+// json.Decoder had buffered all of it, read unknown keys whole, and kept every object sent before
+// the uid and desiredAPIVersion: one request of 100 MiB grew the heap by 300 MiB or more (a
+// replica's limit is 512 MiB). Each must be refused as it streams in, with a failed review naming
+// the problem, and the heap must stay bounded.
+func TestReviewMemoryIsBounded(t *testing.T) {
+	const size = 100 << 20
+	chunk := strings.Repeat("x", 1<<20)
+	filler := func(w io.Writer) {
+		for range size >> 20 {
+			_, _ = io.WriteString(w, chunk)
+		}
+	}
+	task := `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"x"},"spec":{"runner":{"type":"Shell","shell":{"script":"` +
+		strings.Repeat("e", 3<<20) + `"}}}}`
+	cases := []struct {
+		name  string
+		write func(w io.Writer)
+		want  string
+	}{
+		{"one object of 100 MiB", func(w io.Writer) {
+			fmt.Fprint(w, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"example.com/v1alpha1","objects":[{"apiVersion":"example.com/v1","kind":"Task","junk":"`)
+			filler(w)
+			fmt.Fprint(w, `"}]}}`)
+		}, "object 0"},
+		{"an unknown key of 100 MiB", func(w io.Writer) {
+			fmt.Fprint(w, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","junk":"`)
+			filler(w)
+			fmt.Fprint(w, `","request":{"uid":"u","desiredAPIVersion":"example.com/v1alpha1","objects":[]}}`)
+		}, "junk"},
+		{"a uid of 100 MiB", func(w io.Writer) {
+			fmt.Fprint(w, `{"request":{"desiredAPIVersion":"example.com/v1alpha1","uid":"`)
+			filler(w)
+			fmt.Fprint(w, `","objects":[]}}`)
+		}, "uid"},
+		{"33 objects of 3 MiB before the uid", func(w io.Writer) {
+			fmt.Fprint(w, `{"request":{"objects":[`)
+			for i := range 33 {
+				if i > 0 {
+					_, _ = io.WriteString(w, ",")
+				}
+				_, _ = io.WriteString(w, task)
+			}
+			fmt.Fprint(w, `],"uid":"u","desiredAPIVersion":"example.com/v1"}}`)
+		}, "before"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w := io.Pipe()
+			go func() { tc.write(w); _ = w.Close() }()
+			runtime.GC()
+			var base runtime.MemStats
+			runtime.ReadMemStats(&base)
+			rec := httptest.NewRecorder()
+			peak := sampleHeap(func() {
+				NewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", r))
+				_, _ = io.Copy(io.Discard, r) // the client finishes sending
+			})
+			growth := int64(peak) - int64(base.HeapAlloc)
+			var review apix.ConversionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil || rec.Code != http.StatusOK {
+				t.Fatalf("HTTP %d, not a ConversionReview (%v)", rec.Code, err)
+			}
+			res := review.Response.Result
+			t.Logf("heap grew by %d MiB; result %s: %.200s", growth>>20, res.Status, res.Message)
+			if limit := int64(48 << 20); growth > limit {
+				t.Errorf("heap grew by %d MiB reading a %d MiB review; want under %d MiB", growth>>20, size>>20, limit>>20)
+			}
+			if res.Status != "Failure" || !strings.Contains(res.Message, tc.want) {
+				t.Errorf("result %s %q, want a Failure naming %q", res.Status, res.Message, tc.want)
+			}
+		})
 	}
 }

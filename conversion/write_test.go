@@ -441,3 +441,67 @@ func TestDefaultsNeverReplaceAValue(t *testing.T) {
 		t.Fatalf("parallelism %v, want the 0 that was sent", got)
 	}
 }
+
+// TestOldVersionEditKeepsUntouchedVisibleFields: README rule 4 says an edit at an old version changes
+// what it edits; only a visible field the edit touched is respelled. But once a part (spec or
+// status) is edited, every visible field is rebuilt from the old version's typed form, so fields
+// the edit never touched change too: a sub-second timestamp is truncated, an attempts count the
+// v1alpha1 mapping cannot tell from its default is invented, an explicit empty header value is
+// dropped.
+func TestOldVersionEditKeepsUntouchedVisibleFields(t *testing.T) {
+	tests := []struct {
+		name    string
+		task    func() map[string]any
+		version string
+		kind    writeKind
+		edit    func(map[string]any)
+		at      path
+	}{{
+		name: "v1alpha1 status write keeps a sub-second lastPhaseTransitionTime (lastUpdateTime)", version: alpha, kind: updateStatus,
+		task: func() map[string]any {
+			stored := store(t, richHub("echo"))
+			setAt(stored, "status.lastPhaseTransitionTime", "2026-01-02T03:04:05.678Z")
+			return stored
+		},
+		edit: func(o map[string]any) { setAt(o, "status.lastError", "boom") },
+		at:   "status.lastPhaseTransitionTime",
+	}, {
+		name: "v1beta1 status write keeps a sub-second startTime", version: beta, kind: updateStatus,
+		task: func() map[string]any {
+			stored := store(t, richHub("echo"))
+			setAt(stored, "status.startTime", "2026-01-02T03:04:05.678Z")
+			return stored
+		},
+		edit: func(o map[string]any) { setAt(o, "status.lastError", "boom") },
+		at:   "status.startTime",
+	}, {
+		name: "v1alpha1 status write does not invent attempts", version: alpha, kind: updateStatus,
+		task: func() map[string]any {
+			stored := store(t, richHub("echo"))
+			delete(stored["status"].(map[string]any), "attempts")
+			return stored
+		},
+		edit: func(o map[string]any) { setAt(o, "status.lastError", "boom") },
+		at:   "status.attempts",
+	}, {
+		name: "v1beta1 spec write keeps an explicit empty header value", version: beta, kind: updateMain,
+		task: func() map[string]any {
+			stored := store(t, httpHub())
+			setAt(stored, "spec.runner.http.headers", []any{map[string]any{"name": "X-Empty", "value": ""}})
+			return stored
+		},
+		edit: func(o map[string]any) { setAt(o, "spec.maxRetries", int64(7)) },
+		at:   "spec.runner.http.headers",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stored := tt.task()
+			got := mustWrite(t, stored, tt.version, tt.kind, tt.edit)
+			want, _ := lookup(stored, tt.at)
+			have, _ := lookup(got, tt.at)
+			if fingerprint(want) != fingerprint(have) {
+				t.Errorf("%s was %v, the edit did not touch it, stored %v", tt.at, want, have)
+			}
+		})
+	}
+}

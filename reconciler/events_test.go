@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	v1 "example.com/task-operator/apis/v1"
 )
@@ -95,5 +96,22 @@ func TestTransitionEvents(t *testing.T) {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEventTypesAreNormalOrWarning: every Event the controller makes is Normal or Warning, and the ones
+// that report a failure are Warnings (never budgeted away).
+func TestEventTypesAreNormalOrWarning(t *testing.T) {
+	for _, e := range []eventSpec{normal(v1.EventJobCreated, "", ""), normal(v1.EventSucceeded, "", ""),
+		normal(v1.EventRetryScheduled, "", ""), normal(v1.EventJobReplaced, "", "")} {
+		if e.Type != corev1.EventTypeNormal {
+			t.Errorf("%s: %s", e.Reason, e.Type)
+		}
+	}
+	for _, e := range []eventSpec{warning(v1.EventRunFailed, "", ""), warning(v1.EventRetriesExhausted, "", ""),
+		warning(v1.EventJobCreateFailed, "", ""), warning(v1.EventMissedRun, "", ""), warning(v1.EventTooManyMissedTimes, "", "")} {
+		if e.Type != corev1.EventTypeWarning {
+			t.Errorf("%s: %s", e.Reason, e.Type)
+		}
 	}
 }

@@ -162,3 +162,38 @@ func TestTooLate(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeStartingDeadlineMeansNoDeadline: startingDeadlineSeconds has no maximum, and
+// time.Duration(10_000_000_000) * time.Second overflows int64 to a negative duration, so every
+// schedule time reads as past its deadline: the Task never runs (and Forbid never holds a time
+// back). A deadline of 317 years must read as "no practical deadline".
+func TestHugeStartingDeadlineMeansNoDeadline(t *testing.T) {
+	for _, d := range []int64{10_000_000_000, 1 << 62, 1<<63 - 1} {
+		task := newTask(scheduled(v1.AllowConcurrent), deadline(d))
+		p := planRuns(task, analyze(task, nil, at(61)), nil, at(61))
+		if p.create == nil || !p.create.Scheduled.Equal(at(60)) {
+			t.Errorf("startingDeadlineSeconds %d: one second after the schedule time, create = %v, want the run for %s", d, p.create, at(60))
+		}
+	}
+}
+
+// TestMissedTimesAreCountedWithinTheStartingDeadline: a CronJob counts missed times only within
+// startingDeadlineSeconds (mostRecentScheduleTime moves its earliest time up to now minus the
+// deadline), so a CronJob with a deadline of 60s whose controller was away for three hours warns
+// of no TooManyMissedTimes, and the Event's own advice, "set a lower startingDeadlineSeconds", is
+// what silences it. Here the count runs from the last run whatever the deadline: the warning
+// comes, and the advice it gives cannot make it go.
+func TestMissedTimesAreCountedWithinTheStartingDeadline(t *testing.T) {
+	task := newTask(scheduled(v1.AllowConcurrent), deadline(60), withStatus(v1.TaskStatus{
+		ObservedGeneration: 1, LastScheduleTime: mtime(0), CurrentRun: run(0+60, 1, v1.RunSucceeded, 70),
+		ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)},
+	}))
+	now := at(3*3600 + 5)
+	p := planRuns(task, analyze(task, nil, now), nil, now)
+	if p.create == nil {
+		t.Fatalf("no run started three hours later")
+	}
+	if ev, ok := p.missedEvent(); ok && ev.Reason == v1.EventTooManyMissedTimes {
+		t.Errorf("startingDeadlineSeconds 60, away 3h: %s %q; a CronJob counts only the times within the deadline and warns of none", ev.Reason, ev.Note)
+	}
+}

@@ -18,13 +18,13 @@ import (
 	"example.com/task-operator/internal/testenv"
 )
 
-// TestAttackMigrateHangsOnFailedJob: the README's upgrade runs `make migrate`, which "waits for
+// TestMigrateFailsAsSoonAsItsJobFails: the README's upgrade runs `make migrate`, which "waits for
 // the Job and prints its log". When the migration fails for good (its Job reaches Failed: say a
 // Task cannot be rewritten, or the ServiceAccount is forbidden), `kubectl wait
 // --for=condition=Complete` never returns: the command sits silent for MIGRATE_TIMEOUT (30m) and
 // only then prints the log. It must fail as soon as the Job has failed. The control plane here
 // runs no Job controller: the test marks the Job Failed as the controller would.
-func TestAttackMigrateHangsOnFailedJob(t *testing.T) {
+func TestMigrateFailsAsSoonAsItsJobFails(t *testing.T) {
 	cp := testenv.StartT(t, testenv.Options{})
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {

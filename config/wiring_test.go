@@ -132,11 +132,11 @@ func checkWiring(t *testing.T, objs rendered) {
 	}
 }
 
-// TestAttackOuterOverlayNamePrefix: a user's own overlay on top of config/default (the README's
+// TestOuterOverlayMovingTheNamespaceStaysWired: a user's own overlay on top of config/default (the README's
 // "Your own overlay: resources: [<this repo>/config/default] plus images:") that moves the
 // namespace still renders an install whose manager looks for the objects that were rendered and
 // may write them.
-func TestAttackOuterOverlayNamePrefix(t *testing.T) {
+func TestOuterOverlayMovingTheNamespaceStaysWired(t *testing.T) {
 	checkWiring(t, render(t, writeOverlay(t, "default", "namespace: ops\n")))
 }
 
@@ -196,9 +196,9 @@ func renderRelease(t *testing.T, name, ns string, values map[string]any) rendere
 	return objs
 }
 
-// TestAttackChartRelease: `helm install` under another release name, namespace or
+// TestChartUnderAnyReleaseNameStaysWired: `helm install` under another release name, namespace or
 // fullnameOverride renders an install that is wired together.
-func TestAttackChartRelease(t *testing.T) {
+func TestChartUnderAnyReleaseNameStaysWired(t *testing.T) {
 	for _, tt := range []struct {
 		name, release, ns string
 		values            map[string]any
@@ -215,11 +215,11 @@ func TestAttackChartRelease(t *testing.T) {
 	}
 }
 
-// TestAttackChartLongNames: the chart truncates its fullname to 40 characters so that every
+// TestChartLongNamesStayValidServiceNames: the chart truncates its fullname to 40 characters so that every
 // name it derives stays valid; a Service name must be a DNS-1035 label (63 characters at most),
 // or `helm install` is refused by the apiserver. A release named as teams name things
 // ("platform-team-task-operator-prod") or any fullnameOverride the chart accepts must install.
-func TestAttackChartLongNames(t *testing.T) {
+func TestChartLongNamesStayValidServiceNames(t *testing.T) {
 	for _, tt := range []struct {
 		release string
 		values  map[string]any
@@ -236,7 +236,7 @@ func TestAttackChartLongNames(t *testing.T) {
 	}
 }
 
-// TestAttackUndeployLeavesMigrationRBAC: the README's upgrade runs `make migrate`, which
+// TestUndeployRemovesTheMigrationRBAC: the README's upgrade runs `make migrate`, which
 // applies config/migration: a ServiceAccount and Job in the operator's namespace, and a
 // ClusterRole and ClusterRoleBinding that may update every Task in the cluster and the CRD's
 // status. `make undeploy` ("then everything make deploy installed") deletes the namespace, but
@@ -244,7 +244,7 @@ func TestAttackChartLongNames(t *testing.T) {
 // Tasks to system:serviceaccount:task-operator-system:task-operator-migrate is left behind, for
 // whoever creates that ServiceAccount next. Run `make undeploy` with a kubectl that records what
 // it is asked to delete.
-func TestAttackUndeployLeavesMigrationRBAC(t *testing.T) {
+func TestUndeployRemovesTheMigrationRBAC(t *testing.T) {
 	real, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("no kubectl")

@@ -7,13 +7,13 @@ import (
 	"unsafe"
 )
 
-// TestAttackMemInternerStopsSharingOnceFull: the controller writes condition messages that name
+// TestInternerKeepsSharingOnceFull: the controller writes condition messages that name
 // a Job or a time ("Job t-17-0-1 succeeded", "next run at ..."), one or more per Task, and
 // compactTask offers every one of them to the table. A fleet of a few thousand Tasks fills it
 // with such one-off strings within its first list; from then on nothing new is ever shared,
 // for the life of the process: a reason, a Kueue message or a namespace that first shows up
 // later is held once per Task, which is what the table is for.
-func TestAttackMemInternerStopsSharingOnceFull(t *testing.T) {
+func TestInternerKeepsSharingOnceFull(t *testing.T) {
 	in := newInterner(maxInternedStrings)
 	for i := range 5000 {
 		for _, s := range []string{"team-a", "Ready", "True", "Succeeded", fmt.Sprintf("Job t%d-0-1 succeeded", i)} {
@@ -31,10 +31,10 @@ func TestAttackMemInternerStopsSharingOnceFull(t *testing.T) {
 	}
 }
 
-// TestAttackMemInternerPinsLongStrings: condition messages may be 32 KiB (the CRD's bound) and a
+// TestInternerDoesNotPinLongStrings: condition messages may be 32 KiB (the CRD's bound) and a
 // Job's failure message is copied into them; the table keeps what it takes for the life of the
 // process, after the Task is gone: 4096 such messages pin 128 MiB.
-func TestAttackMemInternerPinsLongStrings(t *testing.T) {
+func TestInternerDoesNotPinLongStrings(t *testing.T) {
 	in := newInterner(maxInternedStrings)
 	for i := range 512 {
 		in.intern(fmt.Sprintf("%d: %s", i, strings.Repeat("x", 32<<10)))
