@@ -2,8 +2,6 @@ package conversion
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -81,51 +79,6 @@ func BenchmarkConvert(b *testing.B) {
 				obj, _ := decodeJSON(spokeData)
 				if _, err := Convert(obj, hubVersion); err != nil {
 					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// withManagedFields gives obj the managedFields a Task written at v1alpha1 by a user and given
-// a status by the previous release's operator carries: the apiserver sends them on every call.
-func withManagedFields(obj map[string]any) map[string]any {
-	obj = deepCopy(obj).(map[string]any)
-	meta := obj["metadata"].(map[string]any)
-	meta["managedFields"] = []any{
-		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-30T10:00:00Z",
-			"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{}}, "f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
-				"f:spec": map[string]any{".": map[string]any{}, "f:maxRetry": map[string]any{}, "f:replicas": map[string]any{}, "f:shell": map[string]any{}, "f:type": map[string]any{}}}},
-		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "task-operator", "operation": "Update", "subresource": "status", "time": "2026-11-30T10:00:05Z",
-			"fieldsV1": map[string]any{"f:status": map[string]any{".": map[string]any{}, "f:lastJobName": map[string]any{}, "f:lastUpdateTime": map[string]any{}, "f:retryCount": map[string]any{}, "f:state": map[string]any{}}}},
-	}
-	meta["labels"] = map[string]any{"app": "nightly"}
-	meta["creationTimestamp"] = "2026-11-30T10:00:00Z"
-	return obj
-}
-
-// BenchmarkHandler serves a ConversionReview of one object, as the apiserver sends most of them
-// (a write, a watch event), through the whole handler: decode, convert, encode.
-func BenchmarkHandler(b *testing.B) {
-	hub := withManagedFields(hubObject(b, richHub("echo step")))
-	spoke := mustConvert(b, hub, v1alpha1.GroupVersion.Version)
-	for _, tc := range []struct {
-		name    string
-		obj     map[string]any
-		desired string
-	}{
-		{"v1-to-v1alpha1", hub, v1alpha1.GroupVersion.String()},
-		{"v1alpha1-to-v1", spoke, taskv1.GroupVersion.String()},
-	} {
-		body := reviewOf(b, "uid-1", tc.desired, tc.obj)
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			h := NewHandler()
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
-				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"status":"Success"`) {
-					b.Fatalf("failed: %s", rec.Body)
 				}
 			}
 		})

@@ -38,24 +38,9 @@ func Convert(obj map[string]any, version string) (map[string]any, error) {
 	}
 	to, ok := spokes[version]
 	if !ok {
-		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, servedVersions())
+		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, ServedVersions())
 	}
 	return to.fromHub(obj)
-}
-
-// taskGroupPrefix starts the apiVersion of every served version.
-const taskGroupPrefix = taskv1.Group + "/"
-
-// versionOf reads the version of a Task's apiVersion.
-func versionOf(obj map[string]any) (string, error) {
-	if v := versionOfObject(obj); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%s: apiVersion %q is not a served version of %s", nameOf(obj), obj["apiVersion"], taskv1.GroupKind)
-}
-
-func servedVersions() []string {
-	return []string{hubVersion, v1beta1Spoke.version, v1alpha1Spoke.version}
 }
 
 // fromHub converts a hub object to the spoke.

@@ -17,7 +17,7 @@ func Inexpressible(hub map[string]any, version string) ([]string, error) {
 	}
 	s, ok := spokes[version]
 	if !ok {
-		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, servedVersions())
+		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, ServedVersions())
 	}
 	if from, err := versionOf(hub); err != nil {
 		return nil, err

@@ -85,12 +85,3 @@ func init() {
 		spokes[s.version] = s
 	}
 }
-
-// hubVersion is the version every spoke converts through and the storage version.
-var hubVersion = taskv1.GroupVersion.Version
-
-// known reports whether version is one this package converts.
-func known(version string) bool {
-	_, ok := spokes[version]
-	return ok || version == hubVersion
-}

@@ -18,7 +18,6 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	taskv1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/conversion"
 	"example.com/task-operator/webhook/cert"
 )
 
@@ -134,7 +133,7 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 // and readiness checks that pass once the server is up with a certificate the apiserver trusts.
 func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	server := mgr.GetWebhookServer()
-	server.Register("/convert", conversion.NewHandler())
+	server.Register("/convert", NewConvertHandler())
 	server.Register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
 	var usage *UsageRecorder
 	if o.UsageInterval > 0 {

@@ -22,11 +22,10 @@ import (
 
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"example.com/task-operator/conversion"
 	"example.com/task-operator/webhook"
 )
 
-// ConversionServer serves the product's /convert handler (conversion.NewHandler) in this
+// ConversionServer serves the product's /convert handler (webhook.NewConvertHandler) in this
 // process on loopback, behind a fresh self-signed certificate: conversion for a CRD while no
 // operator runs.
 type ConversionServer struct {
@@ -124,7 +123,7 @@ func StartConversionServer(ctx context.Context, o ConversionServerOptions) (_ *C
 	}
 	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.dir, TLSOpts: tlsOpts})
 	s.srv, s.port = srv, port
-	s.URL = s.Handle("/convert", conversion.NewHandler())
+	s.URL = s.Handle("/convert", webhook.NewConvertHandler())
 
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.done <- srv.Start(ctx) }()

@@ -1,28 +1,29 @@
-package conversion
+package webhook
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// The /convert handler's metrics (the names are the ones dashboards and alerts use).
 var (
-	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	convertRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskoperator_conversion_requests_total",
 		Help: "ConversionReview requests served, by desired version and result (success, failure, malformed).",
 	}, []string{"to", "result"})
 
-	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	convertRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "taskoperator_conversion_request_duration_seconds",
 		Help:    "Time to serve one ConversionReview, by desired version.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 	}, []string{"to"})
 
-	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	convertObjectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskoperator_conversion_objects_total",
 		Help: "Objects converted, by source and target version and result.",
 	}, []string{"from", "to", "result"})
 
-	objectDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	convertObjectDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "taskoperator_conversion_object_duration_seconds",
 		Help:    "Time to convert one object, by source and target version.",
 		Buckets: prometheus.ExponentialBuckets(0.000005, 4, 10),
@@ -30,5 +31,14 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(requestsTotal, requestDuration, objectsTotal, objectDuration)
+	metrics.Registry.MustRegister(convertRequestsTotal, convertRequestDuration, convertObjectsTotal, convertObjectDuration)
+}
+
+// metricVersion is a version as a metric label: only served versions, so that a request cannot
+// mint label values.
+func metricVersion(version string) string {
+	if version == "" {
+		return "unknown"
+	}
+	return version
 }

@@ -1,4 +1,4 @@
-package conversion
+package webhook
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"example.com/task-operator/conversion"
 )
 
 // maxObjectBytes bounds one object of a ConversionReview: etcd refuses values over 1.5 MiB, so a
@@ -26,17 +28,17 @@ const maxPendingBytes = 2 * maxObjectBytes
 // errValueTooLarge is what reading a value of more than maxObjectBytes returns.
 var errValueTooLarge = fmt.Errorf("a JSON value of more than %d bytes", maxObjectBytes)
 
-// budget is a reader that lets one value of the review be read at a time: reset before each,
+// valueBudget is a reader that lets one value of the review be read at a time: reset before each,
 // it fails once maxObjectBytes (and a read's slack) have been read since, so that json.Decoder,
 // which buffers a whole value before it returns it, cannot be made to buffer more.
-type budget struct {
+type valueBudget struct {
 	r    io.Reader
 	left int
 }
 
-func (b *budget) reset() { b.left = maxObjectBytes + 64<<10 }
+func (b *valueBudget) reset() { b.left = maxObjectBytes + 64<<10 }
 
-func (b *budget) Read(p []byte) (int, error) {
+func (b *valueBudget) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		return 0, errValueTooLarge
 	}
@@ -50,70 +52,70 @@ func (b *budget) Read(p []byte) (int, error) {
 
 // reviewDecoder reads a review a value at a time, each within the budget.
 type reviewDecoder struct {
-	dec    *json.Decoder
-	budget *budget
+	dec         *json.Decoder
+	valueBudget *valueBudget
 }
 
 // Buffers are reused across requests: at 64 KiB each, allocating two per call cost more than
 // converting the object most calls carry.
 var (
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+	reviewReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+	reviewWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 )
 
 func newReviewDecoder(r *bufio.Reader) reviewDecoder {
-	b := &budget{r: r}
+	b := &valueBudget{r: r}
 	b.reset()
-	return reviewDecoder{dec: json.NewDecoder(b), budget: b}
+	return reviewDecoder{dec: json.NewDecoder(b), valueBudget: b}
 }
 
-// value decodes the next value into v.
-func (d reviewDecoder) value(v any) error {
-	d.budget.reset()
+// decode decodes the next value into v.
+func (d reviewDecoder) decode(v any) error {
+	d.valueBudget.reset()
 	return d.dec.Decode(v)
 }
 
 func (d reviewDecoder) token() (json.Token, error) {
-	d.budget.reset()
+	d.valueBudget.reset()
 	return d.dec.Token()
 }
 
 func (d reviewDecoder) more() bool {
-	d.budget.reset()
+	d.valueBudget.reset()
 	return d.dec.More()
 }
 
-// NewHandler serves /convert: the CRD's conversion webhook. It streams the review: objects are
+// NewConvertHandler serves /convert: the CRD's conversion webhook (conversion.Convert). It streams the review: objects are
 // read, converted and written one at a time, so a LIST page of any size costs the memory of one
 // object, not of the page. Every answer, a failed one included, is a ConversionReview with HTTP
 // 200, so that the apiserver reports its message rather than a bare status code.
-func NewHandler() http.Handler {
-	return handler{}
+func NewConvertHandler() http.Handler {
+	return convertHandler{}
 }
 
-type handler struct{}
+type convertHandler struct{}
 
-// review is what is known of a ConversionReview request before its objects.
-type review struct {
+// reviewHeader is what is known of a ConversionReview request before its objects.
+type reviewHeader struct {
 	apiVersion, kind string
 	uid              string
 	desired          string
 	version          string // desired's version, "" if not a served one of Task
 }
 
-func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (convertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	buf := writers.Get().(*bufio.Writer)
+	buf := reviewWriters.Get().(*bufio.Writer)
 	buf.Reset(w)
-	in := readers.Get().(*bufio.Reader)
+	in := reviewReaders.Get().(*bufio.Reader)
 	in.Reset(r.Body)
 	defer func() {
 		in.Reset(nil)
-		readers.Put(in)
+		reviewReaders.Put(in)
 		buf.Reset(nil)
-		writers.Put(buf)
+		reviewWriters.Put(buf)
 	}()
-	out := newResponder(w, buf)
+	out := newReviewResponder(w, buf)
 	rv, err := serveReview(in, out)
 	to := metricVersion(rv.version)
 	result := "success"
@@ -124,13 +126,13 @@ func (handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = "failure"
 	}
 	out.finish(rv, err)
-	requestsTotal.WithLabelValues(to, result).Inc()
-	requestDuration.WithLabelValues(to).Observe(time.Since(start).Seconds())
+	convertRequestsTotal.WithLabelValues(to, result).Inc()
+	convertRequestDuration.WithLabelValues(to).Observe(time.Since(start).Seconds())
 }
 
 // serveReview reads the review from body and streams the converted objects to out.
-func serveReview(body *bufio.Reader, out *responder) (review, error) {
-	var rv review
+func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error) {
+	var rv reviewHeader
 	dec := newReviewDecoder(body)
 	if err := expectDelim(dec, '{'); err != nil {
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
@@ -143,16 +145,16 @@ func serveReview(body *bufio.Reader, out *responder) (review, error) {
 		}
 		switch key {
 		case "apiVersion":
-			err = dec.value(&rv.apiVersion)
+			err = dec.decode(&rv.apiVersion)
 		case "kind":
-			err = dec.value(&rv.kind)
+			err = dec.decode(&rv.kind)
 		case "request":
 			var more []json.RawMessage
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
 			pending = append(pending, more...)
 		default:
 			var skip json.RawMessage
-			err = dec.value(&skip)
+			err = dec.decode(&skip)
 		}
 		if err != nil {
 			if key != "request" {
@@ -175,7 +177,7 @@ func serveReview(body *bufio.Reader, out *responder) (review, error) {
 // serveRequest reads the request object; objects are converted as they arrive once the uid
 // and the desired version are known (the apiserver sends them first), and kept until then
 // otherwise.
-func serveRequest(dec reviewDecoder, rv *review, out *responder, pendingBefore int) ([]json.RawMessage, error) {
+func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]json.RawMessage, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
@@ -187,10 +189,10 @@ func serveRequest(dec reviewDecoder, rv *review, out *responder, pendingBefore i
 		}
 		switch key {
 		case "uid":
-			err = dec.value(&rv.uid)
+			err = dec.decode(&rv.uid)
 		case "desiredAPIVersion":
-			if err = dec.value(&rv.desired); err == nil {
-				rv.version = servedVersionOf(rv.desired)
+			if err = dec.decode(&rv.desired); err == nil {
+				rv.version = conversion.ServedVersionOf(rv.desired)
 			}
 		case "objects":
 			var more []json.RawMessage
@@ -198,7 +200,7 @@ func serveRequest(dec reviewDecoder, rv *review, out *responder, pendingBefore i
 			pending = append(pending, more...)
 		default:
 			var skip json.RawMessage
-			err = dec.value(&skip)
+			err = dec.decode(&skip)
 		}
 		if err != nil {
 			if key != "objects" {
@@ -211,6 +213,7 @@ func serveRequest(dec reviewDecoder, rv *review, out *responder, pendingBefore i
 	return pending, err
 }
 
+// pendingSize is the bytes of the objects kept until the uid and desired version are known.
 func pendingSize(pending []json.RawMessage) int {
 	n := 0
 	for _, raw := range pending {
@@ -221,7 +224,7 @@ func pendingSize(pending []json.RawMessage) int {
 
 // serveObjects converts the objects as they arrive, or returns them when they came before the
 // uid or the desired version.
-func serveObjects(dec reviewDecoder, rv *review, out *responder, pendingBefore int) ([]json.RawMessage, error) {
+func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]json.RawMessage, error) {
 	if err := expectDelim(dec, '['); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
 	}
@@ -229,7 +232,7 @@ func serveObjects(dec reviewDecoder, rv *review, out *responder, pendingBefore i
 	pendingBytes := pendingBefore
 	for i := 0; dec.more(); i++ {
 		var raw json.RawMessage
-		if err := dec.value(&raw); err != nil {
+		if err := dec.decode(&raw); err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview object %d: %w", i, err)
 		}
 		if len(raw) > maxObjectBytes {
@@ -250,10 +253,10 @@ func serveObjects(dec reviewDecoder, rv *review, out *responder, pendingBefore i
 	return pending, err
 }
 
-// responder writes the response review as objects are converted: convertedObjects first, the
+// reviewResponder writes the response review as objects are converted: convertedObjects first, the
 // result last, so that a failure after some objects were written is still reported as a failed
 // review (the apiserver reads the result before the objects).
-type responder struct {
+type reviewResponder struct {
 	w       http.ResponseWriter
 	buf     *bufio.Writer
 	enc     *json.Encoder
@@ -261,13 +264,14 @@ type responder struct {
 	count   int
 }
 
-func newResponder(w http.ResponseWriter, buf *bufio.Writer) *responder {
+func newReviewResponder(w http.ResponseWriter, buf *bufio.Writer) *reviewResponder {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	return &responder{w: w, buf: buf, enc: enc}
+	return &reviewResponder{w: w, buf: buf, enc: enc}
 }
 
-func (o *responder) start(rv review) {
+// writeHead writes, once, the HTTP header and the response up to its first converted object.
+func (o *reviewResponder) writeHead(rv reviewHeader) {
 	if o.started {
 		return
 	}
@@ -275,32 +279,33 @@ func (o *responder) start(rv review) {
 	o.w.Header().Set("Content-Type", "application/json")
 	o.w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(o.buf, `{"apiVersion":%s,"kind":"ConversionReview","response":{"uid":%s,"convertedObjects":[`,
-		quote(reviewAPIVersion(rv)), quote(rv.uid))
+		jsonString(reviewAPIVersion(rv)), jsonString(rv.uid))
 }
 
 // convert converts one object of the review and writes it.
-func (o *responder) convert(rv review, raw json.RawMessage) error {
+func (o *reviewResponder) convert(rv reviewHeader, raw json.RawMessage) error {
 	began := time.Now()
-	obj, err := decodeForConversion(raw)
+	obj, err := conversion.DecodeForConvert(raw)
 	from := "unknown"
 	if err == nil {
-		from = metricVersion(versionOfObject(obj))
+		apiVersion, _ := obj["apiVersion"].(string)
+		from = metricVersion(conversion.ServedVersionOf(apiVersion))
 	}
 	to := metricVersion(rv.version)
 	if err == nil {
 		if rv.version == "" {
 			err = fmt.Errorf("desiredAPIVersion %q is not a served version of Task", rv.desired)
 		} else {
-			obj, err = Convert(obj, rv.version)
+			obj, err = conversion.Convert(obj, rv.version)
 		}
 	}
-	objectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
+	convertObjectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
 	if err != nil {
-		objectsTotal.WithLabelValues(from, to, "failure").Inc()
+		convertObjectsTotal.WithLabelValues(from, to, "failure").Inc()
 		return err
 	}
-	objectsTotal.WithLabelValues(from, to, "success").Inc()
-	o.start(rv)
+	convertObjectsTotal.WithLabelValues(from, to, "success").Inc()
+	o.writeHead(rv)
 	if o.count > 0 {
 		_ = o.buf.WriteByte(',')
 	}
@@ -309,17 +314,18 @@ func (o *responder) convert(rv review, raw json.RawMessage) error {
 }
 
 // finish closes the response with the result: success, or the error that stopped it.
-func (o *responder) finish(rv review, err error) {
-	o.start(rv)
+func (o *reviewResponder) finish(rv reviewHeader, err error) {
+	o.writeHead(rv)
 	result := `{"status":"Success","metadata":{}}`
 	if err != nil {
-		result = failure(err)
+		result = failureResult(err)
 	}
 	fmt.Fprintf(o.buf, `],"result":%s}}`, result)
 	_ = o.buf.Flush()
 }
 
-func failure(err error) string {
+// failureResult is the result of a failed review as JSON: a BadRequest Status with err's message.
+func failureResult(err error) string {
 	status := map[string]any{"status": "Failure", "message": err.Error(), "reason": "BadRequest", "code": http.StatusBadRequest, "metadata": map[string]any{}}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -328,18 +334,21 @@ func failure(err error) string {
 	return string(bytes.TrimSpace(b.Bytes()))
 }
 
-func reviewAPIVersion(rv review) string {
+// reviewAPIVersion is the apiVersion to answer with: the request's, else apiextensions.k8s.io/v1.
+func reviewAPIVersion(rv reviewHeader) string {
 	if rv.apiVersion != "" {
 		return rv.apiVersion
 	}
 	return apix.SchemeGroupVersion.String()
 }
 
-func quote(s string) string {
+// jsonString is s as a JSON string literal, quoted and escaped.
+func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
 
+// expectDelim reads the next token and fails unless it is the delimiter want.
 func expectDelim(dec reviewDecoder, want json.Delim) error {
 	tok, err := dec.token()
 	if err != nil {
@@ -351,6 +360,7 @@ func expectDelim(dec reviewDecoder, want json.Delim) error {
 	return nil
 }
 
+// nextKey reads the next token as an object key.
 func nextKey(dec reviewDecoder) (string, error) {
 	tok, err := dec.token()
 	if err != nil {
@@ -361,28 +371,4 @@ func nextKey(dec reviewDecoder) (string, error) {
 		return "", fmt.Errorf("want an object key, found %v", tok)
 	}
 	return key, nil
-}
-
-// servedVersionOf returns the version of apiVersion if it is a served version of Task, else "".
-func servedVersionOf(apiVersion string) string {
-	for _, v := range servedVersions() {
-		if apiVersion == taskGroupPrefix+v {
-			return v
-		}
-	}
-	return ""
-}
-
-func versionOfObject(obj map[string]any) string {
-	apiVersion, _ := obj["apiVersion"].(string)
-	return servedVersionOf(apiVersion)
-}
-
-// metricVersion is a version as a metric label: only served versions, so that a request cannot
-// mint label values.
-func metricVersion(version string) string {
-	if version == "" {
-		return "unknown"
-	}
-	return version
 }

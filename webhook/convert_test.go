@@ -1,0 +1,433 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/conversion"
+)
+
+// The fixtures below are those of package conversion's tests (simpleHub, richHub, httpHub),
+// so that the handler is tested on the Tasks the converter is.
+
+// simpleHub is a Task as most are: a script and the defaults.
+func simpleHub() *taskv1.Task {
+	task := &taskv1.Task{
+		ObjectMeta: metav1.ObjectMeta{Name: "simple", Namespace: "ns", UID: "8c2b7a3e-1d3f-4f63-9a4c-0d2cf4d5b6a7", ResourceVersion: "123", Generation: 1},
+		Spec:       taskv1.TaskSpec{Runner: taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{Script: "echo hello"}}},
+	}
+	taskv1.SetDefaults(task)
+	return task
+}
+
+// richHub uses every v1-only field.
+func richHub(script string) *taskv1.Task {
+	deadline := int64(30)
+	ttl, keep := int32(60), int32(2)
+	return &taskv1.Task{
+		ObjectMeta: metav1.ObjectMeta{Name: "rich", Namespace: "ns", Annotations: map[string]string{"team": "a"}},
+		Spec: taskv1.TaskSpec{
+			Runner: taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{
+				Script: script, Image: "alpine:3", Env: []taskv1.EnvVar{{Name: "MODE", Value: "full"}},
+			}},
+			Parallelism: 2,
+			Retry: &taskv1.RetryPolicy{MaxRetries: 5, Backoff: &taskv1.Backoff{
+				Initial: &metav1.Duration{Duration: time.Second}, Factor: 3, Max: &metav1.Duration{Duration: time.Minute},
+			}},
+			Schedule:                   &taskv1.Schedule{Cron: "0 2 * * *", TimeZone: "Europe/Paris", ConcurrencyPolicy: taskv1.ForbidConcurrent, StartingDeadlineSeconds: &deadline},
+			Timeout:                    &metav1.Duration{Duration: 30 * time.Minute},
+			TTLSecondsAfterFinished:    &ttl,
+			SuccessfulJobsHistoryLimit: &keep,
+			FailedJobsHistoryLimit:     &keep,
+		},
+		Status: taskv1.TaskStatus{
+			Phase: taskv1.PhaseScheduled, Attempts: 1, MissedRuns: 2,
+			LastJob:    &taskv1.JobReference{Name: "rich-1", UID: "u-1"},
+			ActiveJobs: []taskv1.JobReference{{Name: "rich-2", UID: "u-2"}},
+			Conditions: []metav1.Condition{{Type: taskv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy", LastTransitionTime: metav1.Now()}},
+		},
+	}
+}
+
+// httpHub is richHub with an HTTP runner that uses every v1-only field of it.
+func httpHub() *taskv1.Task {
+	task := richHub("unused")
+	task.Spec.Runner = taskv1.Runner{Type: taskv1.RunnerHTTP, HTTP: &taskv1.HTTPRunner{
+		URL: "https://hooks.internal/rebuild", Method: "POST",
+		Headers:             []taskv1.HTTPHeader{{Name: "Authorization", Value: "Bearer secret"}},
+		Body:                `{"full": true}`,
+		Timeout:             &metav1.Duration{Duration: 5 * time.Second},
+		AcceptedStatusCodes: []int32{202},
+	}}
+	return task
+}
+
+// hubObject is a hub Task as the apiserver holds it: decoded JSON, apiVersion and kind set.
+func hubObject(t testing.TB, task *taskv1.Task) map[string]any {
+	t.Helper()
+	task = task.DeepCopy()
+	task.APIVersion, task.Kind = taskv1.GroupVersion.String(), taskv1.Kind
+	return reencode(t, task)
+}
+
+// reencode is v through JSON, decoded as the apiserver decodes it (whole numbers as int64).
+func reencode(t testing.TB, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode %T: %v", v, err)
+	}
+	obj, err := conversion.DecodeObject(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// mustConvert converts a copy of obj to version, through JSON as the apiserver would see it.
+func mustConvert(t testing.TB, obj map[string]any, version string) map[string]any {
+	t.Helper()
+	out, err := conversion.Convert(reencode(t, obj), version)
+	if err != nil {
+		t.Fatalf("convert %s to %s: %v", obj["apiVersion"], version, err)
+	}
+	return reencode(t, out)
+}
+
+func requireSameBody(t testing.TB, what string, want, got map[string]any) {
+	t.Helper()
+	for _, part := range []string{"spec", "status"} {
+		if diff := cmp.Diff(want[part], got[part]); diff != "" {
+			t.Fatalf("%s: %s changed (-want +got):\n%s", what, part, diff)
+		}
+	}
+}
+
+func annotationsOf(obj map[string]any) map[string]any {
+	meta := obj["metadata"].(map[string]any)
+	annotations, ok := meta["annotations"].(map[string]any)
+	if !ok {
+		annotations = map[string]any{}
+		meta["annotations"] = annotations
+	}
+	return annotations
+}
+
+// postReview posts body to the /convert handler and returns the review it answers, which must
+// come with HTTP 200 whatever the outcome.
+func postReview(t testing.TB, body string) apix.ConversionReview {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	NewConvertHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, want 200 for every answer; body %s", rec.Code, rec.Body)
+	}
+	var review apix.ConversionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil {
+		t.Fatalf("response is not a ConversionReview: %v\n%s", err, rec.Body)
+	}
+	if review.Response == nil {
+		t.Fatalf("response has no response: %s", rec.Body)
+	}
+	return review
+}
+
+// reviewOf is the ConversionReview the apiserver sends to convert objects to desired.
+func reviewOf(t testing.TB, uid, desired string, objects ...map[string]any) string {
+	t.Helper()
+	raws := make([]kruntime.RawExtension, len(objects))
+	for i, o := range objects {
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws[i] = kruntime.RawExtension{Raw: data}
+	}
+	data, err := json.Marshal(apix.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
+		Request:  &apix.ConversionRequest{UID: types.UID(uid), DesiredAPIVersion: desired, Objects: raws},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestConvertHandlerConvertsAPage(t *testing.T) {
+	hubs := []map[string]any{hubObject(t, richHub("echo a")), hubObject(t, simpleHub()), hubObject(t, httpHub())}
+	review := postReview(t, reviewOf(t, "u-1", "example.com/v1alpha1", hubs...))
+	resp := review.Response
+	if resp.UID != "u-1" || resp.Result.Status != "Success" {
+		t.Fatalf("uid %q result %+v", resp.UID, resp.Result)
+	}
+	if len(resp.ConvertedObjects) != len(hubs) {
+		t.Fatalf("%d objects back, want %d", len(resp.ConvertedObjects), len(hubs))
+	}
+	for i, raw := range resp.ConvertedObjects {
+		obj, err := conversion.DecodeObject(raw.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj["apiVersion"] != "example.com/v1alpha1" {
+			t.Errorf("object %d is %v", i, obj["apiVersion"])
+		}
+		requireSameBody(t, "through the handler and back", hubs[i], mustConvert(t, obj, taskv1.GroupVersion.Version))
+	}
+}
+
+func TestConvertHandlerAnswersFailuresAsReviews(t *testing.T) {
+	broken := mustConvert(t, hubObject(t, simpleHub()), "v1alpha1")
+	annotationsOf(broken)[conversion.PreservedAnnotation] = `{"v":2,"spec":`
+	// An annotation as the server writes it, but for a hidden field of the wrong type.
+	wrongType := mustConvert(t, hubObject(t, richHub("echo")), "v1alpha1")
+	value, _ := annotationsOf(wrongType)[conversion.PreservedAnnotation].(string)
+	var p map[string]any
+	if err := json.Unmarshal([]byte(value), &p); err != nil {
+		t.Fatalf("the fixture's annotation is not plain JSON (%v): %.100s", err, value)
+	}
+	p["patch"].(map[string]any)["spec"].(map[string]any)["timeout"] = 5
+	edited, _ := json.Marshal(p)
+	annotationsOf(wrongType)[conversion.PreservedAnnotation] = string(edited)
+	tests := []struct {
+		name, body string
+		want       []string // substrings of the message
+	}{
+		{"not JSON", "{{{", []string{"malformed ConversionReview"}},
+		{"no request", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`, []string{"no request"}},
+		{"unknown version", reviewOf(t, "u", "example.com/v9", hubObject(t, simpleHub())), []string{`"example.com/v9" is not a served version`}},
+		{"damaged annotation", reviewOf(t, "u", "example.com/v1", broken), []string{"Task ns/simple", conversion.PreservedAnnotation, "not a JSON object"}},
+		{"restored field of the wrong type", reviewOf(t, "u", "example.com/v1", wrongType), []string{"Task ns/rich", conversion.PreservedAnnotation, "spec.timeout"}},
+		{"not a Task", reviewOf(t, "u", "example.com/v1", map[string]any{"apiVersion": "v1", "kind": "Pod"}), []string{"not a served version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := postReview(t, tt.body).Response
+			if resp.Result.Status != "Failure" {
+				t.Fatalf("result %+v, want a Failure", resp.Result)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(resp.Result.Message, w) {
+					t.Errorf("message %q does not mention %q", resp.Result.Message, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConvertHandlerAcceptsObjectsBeforeTheUID(t *testing.T) {
+	obj, _ := json.Marshal(hubObject(t, simpleHub()))
+	body := fmt.Sprintf(`{"request":{"objects":[%s],"desiredAPIVersion":"example.com/v1beta1","uid":"late"},"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}`, obj)
+	resp := postReview(t, body).Response
+	if resp.UID != "late" || resp.Result.Status != "Success" || len(resp.ConvertedObjects) != 1 {
+		t.Fatalf("got uid %q, result %+v, %d objects", resp.UID, resp.Result, len(resp.ConvertedObjects))
+	}
+}
+
+// TestConvertHandlerRefusesNullMetadata: metadata that is null is no object, for the handler
+// that keeps managedFields raw as for conversion.Convert ("metadata is not an object"), rather
+// than an empty metadata the apiserver would get back.
+func TestConvertHandlerRefusesNullMetadata(t *testing.T) {
+	obj := `{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":null,"spec":{"type":"shell","shell":"x"}}`
+	for _, to := range []string{"example.com/v1", "example.com/v1beta1"} {
+		body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"` + to + `","objects":[` + obj + `]}}`
+		review := postReview(t, body)
+		if review.Response.Result.Status != "Failure" || !strings.Contains(review.Response.Result.Message, "metadata is not an object") {
+			t.Errorf("to %s: result %+v, converted %d; want metadata is not an object", to, review.Response.Result, len(review.Response.ConvertedObjects))
+		}
+	}
+}
+
+// TestConvertHandlerReturnsManagedFieldsAsSent: the raw managedFields the handler does not
+// decode come back meaning what was sent, at every version, with the keys of fieldsV1
+// (k:{...} with escaped quotes, HTML characters, non-ASCII) intact.
+func TestConvertHandlerReturnsManagedFieldsAsSent(t *testing.T) {
+	mf := `[{"manager":"a<b>&c","operation":"Apply","apiVersion":"example.com/v1","time":"2030-01-02T03:04:05Z","fieldsType":"FieldsV1",` +
+		`"fieldsV1":{"f:metadata":{"f:labels":{"f:é\u2028":{}}},"f:spec":{"f:runner":{"f:http":{"f:headers":{"k:{\"name\":\"<x>&\"}":{".":{},"f:name":{}}}}}}}},` +
+		`{"manager":"s","operation":"Update","apiVersion":"example.com/v1alpha1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":{"f:status":{".":{},"f:state":{}}}}]`
+	hub := hubObject(t, httpHub())
+	var want any
+	if err := json.Unmarshal([]byte(mf), &want); err != nil {
+		t.Fatal(err)
+	}
+	hub["metadata"].(map[string]any)["managedFields"] = want
+	raw, _ := json.Marshal(hub)
+	for _, to := range []string{"example.com/v1alpha1", "example.com/v1beta1", "example.com/v1"} {
+		review := postReview(t, `{"request":{"uid":"u","desiredAPIVersion":"`+to+`","objects":[`+string(raw)+`]}}`)
+		if review.Response.Result.Status != "Success" || len(review.Response.ConvertedObjects) != 1 {
+			t.Fatalf("to %s: %+v", to, review.Response.Result)
+		}
+		var got struct {
+			Metadata struct {
+				ManagedFields any `json:"managedFields"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(review.Response.ConvertedObjects[0].Raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got.Metadata.ManagedFields)
+		w, _ := json.Marshal(want)
+		if !bytes.Equal(g, w) {
+			t.Errorf("to %s: managedFields\n got %s\nwant %s", to, g, w)
+		}
+	}
+}
+
+var requestName = regexp.MustCompile(`"t[0-9]+-[0-9]+-`)
+
+// TestConvertHandlerPooledBuffersKeepRequestsApart: requests served at once, of sizes on both
+// sides of the pooled 64 KiB buffers, some cut short mid-object, each get their own objects back
+// and nothing of another request.
+func TestConvertHandlerPooledBuffersKeepRequestsApart(t *testing.T) {
+	h := NewConvertHandler()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				name := fmt.Sprintf("t%d-%d-%s", g, i, strings.Repeat("y", (g*9973+i*7919)%90000))
+				obj := fmt.Sprintf(`{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":%q,"managedFields":[{"manager":%q}]},"spec":{"type":"shell","shell":%q}}`, name, name, name)
+				body := `{"request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":[` + obj + `]}}`
+				cut := i%5 == 0
+				if cut {
+					body = body[:len(body)/2]
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+				out := rec.Body.String()
+				others := len(requestName.FindAllString(out, -1)) - strings.Count(out, `"`+name)
+				switch {
+				case cut && (!strings.Contains(out, `"Failure"`) || strings.Contains(out, `"convertedObjects":[{`)):
+					errs <- fmt.Errorf("request %d/%d cut short: %.300s", g, i, out)
+					return
+				case !cut && (strings.Count(out, name) != 3 || others != 0 || !strings.Contains(out, `"Success"`)):
+					errs <- fmt.Errorf("request %d/%d: %.300s", g, i, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestConvertMetricLabelsComeFromServedVersionsOnly: whatever desiredAPIVersion a request
+// names, the metrics get one of the served versions or "unknown", so a client cannot mint label
+// values.
+func TestConvertMetricLabelsComeFromServedVersionsOnly(t *testing.T) {
+	for i := range 5 {
+		postReview(t, reviewOf(t, "u", fmt.Sprintf("example.com/v%d-made-up", i), hubObject(t, simpleHub())))
+	}
+	labels := map[string]bool{}
+	for _, c := range []prometheus.Collector{convertRequestsTotal, convertRequestDuration, convertObjectsTotal, convertObjectDuration} {
+		ch := make(chan prometheus.Metric, 100)
+		c.Collect(ch)
+		close(ch)
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range pb.GetLabel() {
+				if l.GetName() == "to" || l.GetName() == "from" {
+					labels[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for v := range labels {
+		if v != "unknown" && !slices.Contains(conversion.ServedVersions(), v) {
+			t.Errorf("metric label value %q is not a served version", v)
+		}
+	}
+	if !labels["unknown"] {
+		t.Errorf("made-up versions were not counted as unknown: %v", labels)
+	}
+}
+
+// FuzzConversionReview feeds arbitrary bytes to the /convert handler: every answer must be a
+// ConversionReview with HTTP 200, never a panic.
+func FuzzConversionReview(f *testing.F) {
+	f.Add(reviewOf(f, "u", "example.com/v1alpha1", hubObject(f, richHub("echo"))))
+	f.Add(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x","desiredAPIVersion":"example.com/v1","objects":[{}]}}`)
+	f.Add(`{"request":{"objects":[1,2,3]}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		NewConvertHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d", rec.Code)
+		}
+		var review apix.ConversionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil {
+			t.Fatalf("not a ConversionReview (%v): %s", err, rec.Body)
+		}
+	})
+}
+
+// withManagedFields gives obj the managedFields a Task written at v1alpha1 by a user and given
+// a status by the previous release's operator carries: the apiserver sends them on every call.
+func withManagedFields(t testing.TB, obj map[string]any) map[string]any {
+	obj = reencode(t, obj)
+	meta := obj["metadata"].(map[string]any)
+	meta["managedFields"] = []any{
+		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-30T10:00:00Z",
+			"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{}}, "f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
+				"f:spec": map[string]any{".": map[string]any{}, "f:maxRetry": map[string]any{}, "f:replicas": map[string]any{}, "f:shell": map[string]any{}, "f:type": map[string]any{}}}},
+		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "task-operator", "operation": "Update", "subresource": "status", "time": "2026-11-30T10:00:05Z",
+			"fieldsV1": map[string]any{"f:status": map[string]any{".": map[string]any{}, "f:lastJobName": map[string]any{}, "f:lastUpdateTime": map[string]any{}, "f:retryCount": map[string]any{}, "f:state": map[string]any{}}}},
+	}
+	meta["labels"] = map[string]any{"app": "nightly"}
+	meta["creationTimestamp"] = "2026-11-30T10:00:00Z"
+	return obj
+}
+
+// BenchmarkConvertHandler serves a ConversionReview of one object, as the apiserver sends most
+// of them (a write, a watch event), through the whole /convert handler: decode, convert, encode.
+func BenchmarkConvertHandler(b *testing.B) {
+	hub := withManagedFields(b, hubObject(b, richHub("echo step")))
+	spoke := mustConvert(b, hub, v1alpha1.GroupVersion.Version)
+	for _, tc := range []struct {
+		name    string
+		obj     map[string]any
+		desired string
+	}{
+		{"v1-to-v1alpha1", hub, v1alpha1.GroupVersion.String()},
+		{"v1alpha1-to-v1", spoke, taskv1.GroupVersion.String()},
+	} {
+		body := reviewOf(b, "uid-1", tc.desired, tc.obj)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			h := NewConvertHandler()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"status":"Success"`) {
+					b.Fatalf("failed: %s", rec.Body)
+				}
+			}
+		})
+	}
+}
