@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -135,32 +136,15 @@ type path string
 
 func (p path) keys() []string { return strings.Split(string(p), ".") }
 
-// lookup returns the value at p in doc.
+// lookup returns the value at p in doc; a value that is not an object on the way means there
+// is none.
 func lookup(doc map[string]any, p path) (any, bool) {
-	var cur any = doc
-	for _, k := range p.keys() {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
+	v, found, err := unstructured.NestedFieldNoCopy(doc, p.keys()...)
+	return v, found && err == nil
 }
 
 // cut removes the value at p from doc, if there is one.
-func cut(doc map[string]any, p path) {
-	keys := p.keys()
-	parent, ok := lookup(doc, path(strings.Join(keys[:len(keys)-1], ".")))
-	if len(keys) == 1 {
-		parent, ok = doc, true
-	}
-	if m, isObj := parent.(map[string]any); ok && isObj {
-		delete(m, keys[len(keys)-1])
-	}
-}
+func cut(doc map[string]any, p path) { unstructured.RemoveNestedField(doc, p.keys()...) }
 
 // within reports whether p is root or lies below it.
 func within(p, root path) bool {
