@@ -35,52 +35,6 @@ const (
 
 func (p runPhase) finished() bool { return p == runSucceeded || p == runFailed }
 
-// record is the durable record of a run (v1.RunRecord) with plain times.
-type record struct {
-	run      runID
-	job      v1.JobReference
-	outcome  v1.RunOutcome
-	finished time.Time
-	// admitted is when Kueue last admitted the attempt's Job (queued Tasks); zero while it
-	// waits.
-	admitted time.Time
-	// retryAt is when the next attempt is due; zero when none follows.
-	retryAt time.Time
-	// replaced says the attempt ended because a newer run replaced it (policy Replace); it is
-	// known only when the record is settled from the deleted Job (it is not stored), and is not
-	// a failure worth reporting; its retry is still decided (see recordOutcome).
-	replaced bool
-}
-
-func (r *record) toAPI() *v1.RunRecord {
-	if r == nil {
-		return nil
-	}
-	return &v1.RunRecord{
-		ScheduledTime: timePtr(r.run.Scheduled),
-		Attempt:       r.run.Attempt,
-		Job:           r.job,
-		Outcome:       r.outcome,
-		FinishTime:    timePtr(r.finished),
-		AdmittedTime:  timePtr(r.admitted),
-		RetryTime:     timePtr(r.retryAt),
-	}
-}
-
-func recordFromAPI(rr *v1.RunRecord) *record {
-	if rr == nil {
-		return nil
-	}
-	return &record{
-		run:      runID{Scheduled: timeOf(rr.ScheduledTime).UTC(), Attempt: rr.Attempt},
-		job:      rr.Job,
-		outcome:  rr.Outcome,
-		finished: timeOf(rr.FinishTime),
-		admitted: timeOf(rr.AdmittedTime),
-		retryAt:  timeOf(rr.RetryTime),
-	}
-}
-
 // analysis is what the Task's stored status and its Jobs say, before anything is done. Both the
 // status (computeStatus) and the next actions (planRuns) are read off it.
 type analysis struct {
@@ -90,9 +44,9 @@ type analysis struct {
 	invalidReason string
 
 	// rec is the current run once the Jobs are folded into the stored record; nil: none yet.
-	rec *record
+	rec *runRecord
 	// previous is the record rec replaced in this fold (a newer run or attempt was found).
-	previous *record
+	previous *runRecord
 	phase    runPhase
 	// retryAt is when the next attempt is due (runRetryPending).
 	retryAt time.Time
@@ -147,7 +101,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 	}
 	stored := storedRecord(task)
 	a.rec, a.previous = fold(stored, jobs, now)
-	for _, r := range []*record{a.previous, a.rec} {
+	for _, r := range []*runRecord{a.previous, a.rec} {
 		a.recordOutcome(task, stored, r, jobs)
 	}
 	if f := latestSupersededFailure(a.rec, a.previous, jobs, now); f != nil && !newerOutcome(*f, jobs, stored, a.previous, a.rec) {
@@ -191,7 +145,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 // (retryable), and should that run never start before the schedule is removed (the operator
 // stopped between the deletion and the creation), the replaced run goes on with its retries
 // instead of ending Failed after one attempt.
-func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observedJob) {
+func (a *analysis) recordOutcome(task *v1.Task, stored, r *runRecord, jobs []observedJob) {
 	switch {
 	case r == nil:
 	case r.outcome == v1.RunSucceeded:
@@ -214,7 +168,7 @@ func (a *analysis) recordOutcome(task *v1.Task, stored, r *record, jobs []observ
 // supersededFailed says j is a failed attempt of a run older than the current record's (its
 // outcome goes in no record: the record moved on while it ran) whose finalizer it still holds.
 // The Job of the record the current one replaced in this fold is told by recordOutcome.
-func supersededFailed(rec, previous *record, j observedJob, now time.Time) bool {
+func supersededFailed(rec, previous *runRecord, j observedJob, now time.Time) bool {
 	switch {
 	case rec == nil || !j.Protected || j.Missing || j.Replaced || j.Run.sameRun(rec.run) || !j.Run.less(rec.run):
 		return false
@@ -225,7 +179,7 @@ func supersededFailed(rec, previous *record, j observedJob, now time.Time) bool 
 }
 
 // latestSupersededFailure is the supersededFailed Job that finished last, or nil.
-func latestSupersededFailure(rec, previous *record, jobs []observedJob, now time.Time) *observedJob {
+func latestSupersededFailure(rec, previous *runRecord, jobs []observedJob, now time.Time) *observedJob {
 	var latest *observedJob
 	for i := range jobs {
 		if j := &jobs[i]; supersededFailed(rec, previous, *j, now) && (latest == nil || j.Finished.After(latest.Finished)) {
@@ -238,7 +192,7 @@ func latestSupersededFailure(rec, previous *record, jobs []observedJob, now time
 // newerOutcome says an attempt is known to have ended after j: one of the records (stored, or
 // folded in this reconcile) or any other Job that still tells its outcome. Such an outcome, not
 // j's failure, is what lastError and the Failed condition tell.
-func newerOutcome(j observedJob, jobs []observedJob, records ...*record) bool {
+func newerOutcome(j observedJob, jobs []observedJob, records ...*runRecord) bool {
 	for _, r := range records {
 		if r != nil && r.outcome != v1.RunActive && r.finished.After(j.Finished) {
 			return true
@@ -251,7 +205,7 @@ func newerOutcome(j observedJob, jobs []observedJob, records ...*record) bool {
 
 // failureTold says j's failure no longer needs its Job: the stored lastError tells of it, or a
 // newer outcome is known (stored, or held by a Job that keeps its finalizer until it is).
-func failureTold(task *v1.Task, stored *record, j observedJob, jobs []observedJob) bool {
+func failureTold(task *v1.Task, stored *runRecord, j observedJob, jobs []observedJob) bool {
 	return tellsOf(task.Status.LastError, j.Name) || newerOutcome(j, jobs, stored)
 }
 
@@ -333,17 +287,17 @@ func (a *analysis) retryable(task *v1.Task) bool {
 // newer run or attempt than the record (created, but the status write that would have recorded
 // it was lost, or created in this very reconcile) then becomes the record; previous is the
 // record it replaced, brought up to date too.
-func fold(stored *record, jobs []observedJob, now time.Time) (rec, previous *record) {
-	rec = settle(stored, jobs, now)
+func fold(stored *runRecord, jobs []observedJob, now time.Time) (rec, previous *runRecord) {
+	rec = readOutcome(stored, jobs, now)
 	if newest := newestJob(jobs); newest != nil && (rec == nil || rec.run.less(newest.Run)) {
 		previous = rec
-		rec = settle(&record{run: newest.Run, job: v1.JobReference{Name: newest.Name, UID: newest.UID}, outcome: v1.RunActive}, jobs, now)
+		rec = readOutcome(&runRecord{run: newest.Run, job: v1.JobReference{Name: newest.Name, UID: newest.UID}, outcome: v1.RunActive}, jobs, now)
 	}
 	return rec, previous
 }
 
-// settle reads the outcome of an active record's attempt off its Job.
-func settle(rec *record, jobs []observedJob, now time.Time) *record {
+// readOutcome reads the outcome of an active record's attempt off its Job.
+func readOutcome(rec *runRecord, jobs []observedJob, now time.Time) *runRecord {
 	if rec == nil || rec.outcome != v1.RunActive {
 		return rec
 	}
@@ -377,7 +331,7 @@ func settle(rec *record, jobs []observedJob, now time.Time) *record {
 }
 
 // newlyFinished says rec tells an outcome the stored record does not have yet.
-func newlyFinished(stored, rec *record) bool {
+func newlyFinished(stored, rec *runRecord) bool {
 	return stored == nil || !stored.run.equal(rec.run) || stored.outcome != rec.outcome
 }
 
@@ -397,46 +351,6 @@ func newestJob(jobs []observedJob) *observedJob {
 	return newest
 }
 
-// storedRecord is the record in the stored status or, for a status written by an earlier
-// release, the closest record its fields allow.
-func storedRecord(task *v1.Task) *record {
-	if rec := recordFromAPI(task.Status.CurrentRun); rec != nil {
-		return rec
-	}
-	return legacyRecord(task)
-}
-
-// legacyRecord reads a status written before currentRun existed. Its attempts, lastJob and
-// phase say which attempt ran last and how it ended; a retry pending keeps its due time.
-func legacyRecord(task *v1.Task) *record {
-	st := task.Status
-	if st.Attempts < 1 || st.LastJob == nil || st.LastJob.Name == "" {
-		return nil
-	}
-	rec := &record{run: runID{Attempt: st.Attempts}, job: *st.LastJob}
-	if run, ok := legacyRunFromName(task.Name, st.LastJob.Name); ok {
-		rec.run = run
-	}
-	switch {
-	case hasRef(st.ActiveJobs, st.LastJob.Name):
-		rec.outcome = v1.RunActive
-	case st.Phase == v1.PhaseSucceeded:
-		rec.outcome, rec.finished = v1.RunSucceeded, timeOf(st.CompletionTime)
-	case st.Phase == v1.PhaseFailed:
-		rec.outcome, rec.finished = v1.RunFailed, timeOf(st.CompletionTime)
-	case st.Phase == v1.PhaseRetrying && st.NextRunTime != nil:
-		rec.outcome, rec.retryAt = v1.RunFailed, st.NextRunTime.Time
-		rec.finished = st.NextRunTime.Add(-nextRetryDelay(backoffOf(task), rec.run.Attempt))
-	case conditionTrue(st.Conditions, v1.ConditionSucceeded):
-		rec.outcome, rec.finished = v1.RunSucceeded, timeOf(st.LastPhaseTransitionTime)
-	default:
-		// A scheduled run whose last Job is gone and that was not running: it ended, and a
-		// run that is not retrying failed for good or was superseded.
-		rec.outcome, rec.finished = v1.RunFailed, timeOf(st.LastPhaseTransitionTime)
-	}
-	return rec
-}
-
 // observedSchedule is the schedule in force and since when. A Task created with its schedule
 // counts from its creation, as a CronJob does; a schedule added to an existing Task, or whose
 // cron expression or time zone changed, counts from when the operator first saw it, so it never
@@ -451,10 +365,4 @@ func observedSchedule(task *v1.Task, now time.Time) *v1.ObservedSchedule {
 		since = task.CreationTimestamp.Time
 	}
 	return &v1.ObservedSchedule{Cron: s.Cron, TimeZone: s.TimeZone, Since: metav1.NewTime(since.UTC().Truncate(time.Second))}
-}
-
-// scheduledByEarlierRelease recognises the status of a scheduled Task written before
-// observedSchedule existed: it counts from the Task's creation (and lastScheduleTime), as it did.
-func scheduledByEarlierRelease(st v1.TaskStatus) bool {
-	return st.CurrentRun == nil && (st.LastScheduleTime != nil || st.Phase == v1.PhaseScheduled)
 }

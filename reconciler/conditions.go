@@ -202,9 +202,9 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 // latestFinished is the outcome of the latest run that finished for good, as far as this
 // analysis knows: a superseded run's failure newer than the current run's outcome, the current
 // run, or the one it replaced in this reconcile.
-func latestFinished(a analysis) (runPhase, *record) {
+func latestFinished(a analysis) (runPhase, *runRecord) {
 	if f := a.supersededFailure; f != nil {
-		return runFailed, &record{run: f.Run, job: v1.JobReference{Name: f.Name, UID: f.UID}, outcome: v1.RunFailed, finished: f.Finished}
+		return runFailed, &runRecord{run: f.Run, job: v1.JobReference{Name: f.Name, UID: f.UID}, outcome: v1.RunFailed, finished: f.Finished}
 	}
 	if a.phase.finished() {
 		if a.rec.replaced {

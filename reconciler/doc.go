@@ -43,7 +43,8 @@
 //     readable until then. The Task's own finalizer is held only while some Job may run or
 //     still holds FinalizerRunOutcome. The admission webhook places it on a Task created at v1 to
 //     run at once, which saves the write before the first Job; ensureFinalizer writes it
-//     before any Job otherwise (no webhook, or a user took it off), and letGo takes it off.
+//     before any Job otherwise (no webhook, or a user took it off), and releaseAfterStatus
+//     takes it off.
 //   - A Job the stored status says may run, or one created longer ago than the expectation
 //     timeout, that the cache does not show is read from the API server before anything is
 //     decided; a Job found that way (its labels stripped) is polled.

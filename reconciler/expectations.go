@@ -124,8 +124,8 @@ func (e *expectations) deleted(task *v1.Task, job string, now time.Time) {
 	te.deletes[job] = now
 }
 
-// settlement is what the expectations say about the cache's view of a Task's Jobs.
-type settlement struct {
+// cacheCheck is what the expectations say about the cache's view of a Task's Jobs.
+type cacheCheck struct {
 	// wait is how long until the earliest unseen creation times out (0: none pending).
 	wait time.Duration
 	// overdue are Jobs created longer than the timeout ago that the cache still does not
@@ -135,11 +135,11 @@ type settlement struct {
 	deleting map[string]bool
 }
 
-// settle checks the expectations against the Jobs now in the cache (by name).
-func (e *expectations) settle(task *v1.Task, cached map[string]bool, now time.Time) settlement {
+// checkCache checks the expectations against the Jobs now in the cache (by name).
+func (e *expectations) checkCache(task *v1.Task, cached map[string]bool, now time.Time) cacheCheck {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var s settlement
+	var s cacheCheck
 	te := e.tasks[task.UID]
 	if te == nil {
 		return s

@@ -53,10 +53,10 @@ func TestExpectationsForgetWhatTheCacheShows(t *testing.T) {
 	if e.stale(task) || len(e.tasks) != 1 {
 		t.Fatalf("after the cache showed the write: %d records, want 1 (Jobs still expected)", len(e.tasks))
 	}
-	if s := e.settle(task, map[string]bool{"t-0-0": true}, at(1)); s.wait == 0 || !s.deleting["t-0-0"] {
+	if s := e.checkCache(task, map[string]bool{"t-0-0": true}, at(1)); s.wait == 0 || !s.deleting["t-0-0"] {
 		t.Fatalf("settle before the cache shows the Jobs: %+v", s)
 	}
-	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(2)); s.wait != 0 || len(s.deleting) != 0 {
+	if s := e.checkCache(task, map[string]bool{"t-0-1": true}, at(2)); s.wait != 0 || len(s.deleting) != 0 {
 		t.Fatalf("settle once the cache shows the Jobs: %+v", s)
 	}
 	if len(e.tasks) != 0 || len(e.names) != 0 {
@@ -75,30 +75,30 @@ func TestExpectationsSettle(t *testing.T) {
 	e := newExpectations(0)
 	task := newTask()
 	e.created(task, "t-0-1", at(0))
-	if s := e.settle(task, map[string]bool{}, at(10)); s.wait != defaultExpectationTimeout-10*time.Second || len(s.overdue) != 0 {
+	if s := e.checkCache(task, map[string]bool{}, at(10)); s.wait != defaultExpectationTimeout-10*time.Second || len(s.overdue) != 0 {
 		t.Errorf("unseen creation: %+v, want a wait of %v", s, defaultExpectationTimeout-10*time.Second)
 	}
-	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(11)); s.wait != 0 {
+	if s := e.checkCache(task, map[string]bool{"t-0-1": true}, at(11)); s.wait != 0 {
 		t.Errorf("seen creation: wait %v, want 0", s.wait)
 	}
 	// Past the timeout a creation the cache still does not show is never assumed gone: it is
 	// handed over to be read from the API server, and kept until that read answered.
 	e.created(task, "t-0-2", at(0))
 	for range 2 {
-		if s := e.settle(task, map[string]bool{}, at(61)); s.wait != 0 || len(s.overdue) != 1 || s.overdue[0] != "t-0-2" {
+		if s := e.checkCache(task, map[string]bool{}, at(61)); s.wait != 0 || len(s.overdue) != 1 || s.overdue[0] != "t-0-2" {
 			t.Errorf("overdue creation: %+v, want t-0-2 overdue", s)
 		}
 	}
 	e.confirmed(task, "t-0-2")
-	if s := e.settle(task, map[string]bool{}, at(62)); len(s.overdue) != 0 {
+	if s := e.checkCache(task, map[string]bool{}, at(62)); len(s.overdue) != 0 {
 		t.Errorf("confirmed creation still overdue: %+v", s)
 	}
 
 	e.deleted(task, "t-0-1", at(100))
-	if s := e.settle(task, map[string]bool{"t-0-1": true}, at(101)); !s.deleting["t-0-1"] {
+	if s := e.checkCache(task, map[string]bool{"t-0-1": true}, at(101)); !s.deleting["t-0-1"] {
 		t.Error("a deleted Job still in the cache is not reported as deleting")
 	}
-	if s := e.settle(task, map[string]bool{}, at(102)); s.deleting["t-0-1"] {
+	if s := e.checkCache(task, map[string]bool{}, at(102)); s.deleting["t-0-1"] {
 		t.Error("a deleted Job gone from the cache is still deleting")
 	}
 }
@@ -107,10 +107,10 @@ func TestExpectationsTimeoutIsConfigurable(t *testing.T) {
 	e := newExpectations(2 * time.Second)
 	task := newTask()
 	e.created(task, "t-0-1", at(0))
-	if s := e.settle(task, nil, at(1)); s.wait != time.Second {
+	if s := e.checkCache(task, nil, at(1)); s.wait != time.Second {
 		t.Errorf("wait %v, want 1s", s.wait)
 	}
-	if s := e.settle(task, nil, at(2)); len(s.overdue) != 1 {
+	if s := e.checkCache(task, nil, at(2)); len(s.overdue) != 1 {
 		t.Errorf("not overdue after the timeout: %+v", s)
 	}
 }

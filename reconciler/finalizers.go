@@ -39,26 +39,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 
 // holdsFinalizers says some Job still carries FinalizerRunOutcome once released are let go.
 func holdsFinalizers(jobs, released []observedJob) bool {
-	return slices.ContainsFunc(jobs, func(j observedJob) bool { return j.Protected && !j.Missing && !settled(j, released) })
-}
-
-// protectJobs adds FinalizerRunOutcome to active Jobs an earlier release created without it.
-func (r *Reconciler) protectJobs(ctx context.Context, s *scope) error {
-	for _, o := range s.plan.protect {
-		job := s.cached[o.Name]
-		if job == nil {
-			continue
-		}
-		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(job, v1.FinalizerRunOutcome)
-		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("add finalizer to job %s: %w", job.Name, err)
-		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Protected = true
-		}
-	}
-	return nil
+	return slices.ContainsFunc(jobs, func(j observedJob) bool { return j.Protected && !j.Missing && !outcomeRecorded(j, released) })
 }
 
 // releaseJobs removes FinalizerRunOutcome from the Jobs whose outcome the stored status records.
@@ -99,10 +80,10 @@ func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name str
 	return nil
 }
 
-// letGo runs once the status is stored: the outcomes it records are durable now, so the Jobs
+// releaseAfterStatus runs once the status is stored: the outcomes it records are durable now, so the Jobs
 // holding FinalizerRunOutcome for them are released at once (a Job the cache does not show would
 // not be seen again), and then the Task's own finalizer goes if it protects nothing any more.
-func (r *Reconciler) letGo(ctx context.Context, s *scope) error {
+func (r *Reconciler) releaseAfterStatus(ctx context.Context, s *scope) error {
 	if !s.acted || s.task.DeletionTimestamp != nil {
 		return nil
 	}

@@ -158,50 +158,9 @@ func fitName(base, suffix string, limit int) string {
 	return string(cut) + hash + suffix
 }
 
-// earlierFitName is how releases before the injective rule fitted names: whole up to limit
-// (63 included), else cut, trimmed of '-' and '.', hashed. Jobs they made keep those names,
-// so reading a Job's run from its name accepts both rules; new Jobs get fitName's.
-func earlierFitName(base, suffix string, limit int) string {
-	if len(base)+len(suffix) <= limit {
-		return base + suffix
-	}
-	hash := "-" + shortHash(base)
-	keep := max(1, limit-len(suffix)-len(hash))
-	return strings.TrimRight(base[:min(keep, len(base))], "-.") + hash + suffix
-}
-
 // shortHash is 8 hex digits of the FNV-1a hash of s.
 func shortHash(s string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(s))
 	return fmt.Sprintf("%08x", h.Sum32())
-}
-
-// legacyAttemptLimit tells the two numbers of names made by earlier releases apart: attempts
-// are at most 101 (maxRetries ≤ 100), schedule times in Unix seconds are far larger.
-const legacyAttemptLimit = 1000
-
-// legacyRunFromName reads a run out of a Job name made by an earlier release, for a status that
-// names its last Job but has no currentRun: "<task>-<attempt>" for a one-shot run,
-// "<task>-<unix>" for the first attempt of a scheduled run, "<task>-<unix>-<attempt>" for its
-// retries.
-func legacyRunFromName(taskName, name string) (runID, bool) {
-	rest, last, ok := cutNumber(name)
-	if !ok || last < 1 {
-		return runID{}, false
-	}
-	if last <= legacyAttemptLimit {
-		if earlierFitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
-			return runID{Attempt: int32(last)}, true
-		}
-		_, sched, ok := cutNumber(rest)
-		if ok && sched > legacyAttemptLimit && earlierFitName(taskName, fmt.Sprintf("-%d-%d", sched, last), maxNameLength) == name {
-			return runID{Scheduled: time.Unix(sched, 0).UTC(), Attempt: int32(last)}, true
-		}
-		return runID{}, false
-	}
-	if earlierFitName(taskName, fmt.Sprintf("-%d", last), maxNameLength) == name {
-		return runID{Scheduled: time.Unix(last, 0).UTC(), Attempt: 1}, true
-	}
-	return runID{}, false
 }

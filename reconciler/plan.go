@@ -54,7 +54,7 @@ func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan
 		release: releasable(task, jobs, now),
 		protect: unprotected(jobs),
 	}
-	p.prune = pruneHistory(task, a, jobs, p.release)
+	p.prune = historyToPrune(task, a, jobs, p.release)
 	p.cancel, p.cancelAt = cancelTargets(a), a.requests.cancel
 	p.requestAt = a.requests.runAt
 	if a.invalid != nil || task.Spec.Suspend {
@@ -184,8 +184,8 @@ func unprotected(jobs []observedJob) []observedJob {
 	return out
 }
 
-// settled says j's outcome is recorded: it holds no finalizer, or releases it now.
-func settled(j observedJob, released []observedJob) bool {
+// outcomeRecorded says j's outcome is recorded: it holds no finalizer, or releases it now.
+func outcomeRecorded(j observedJob, released []observedJob) bool {
 	return !j.Protected || slices.ContainsFunc(released, func(r observedJob) bool { return r.Name == j.Name })
 }
 
@@ -204,10 +204,10 @@ func historyLimits(task *v1.Task) (succeeded, failed int) {
 	return succeeded, failed
 }
 
-// pruneHistory picks the finished Jobs past the history limits, oldest first to go. The
+// historyToPrune picks the finished Jobs past the history limits, oldest first to go. The
 // current run's Job stays whatever the limit, so `kubectl logs job/<lastJob>` works, and a Job
 // whose outcome is not recorded yet stays until it is.
-func pruneHistory(task *v1.Task, a analysis, jobs, released []observedJob) []observedJob {
+func historyToPrune(task *v1.Task, a analysis, jobs, released []observedJob) []observedJob {
 	keepSucceeded, keepFailed := historyLimits(task)
 	if keepSucceeded < 0 && keepFailed < 0 {
 		return nil
@@ -218,7 +218,7 @@ func pruneHistory(task *v1.Task, a analysis, jobs, released []observedJob) []obs
 	}
 	var finished []observedJob
 	for _, j := range jobs {
-		if j.State.finished() && !j.gone() && j.Name != current && settled(j, released) {
+		if j.State.finished() && !j.gone() && j.Name != current && outcomeRecorded(j, released) {
 			finished = append(finished, j)
 		}
 	}

@@ -31,7 +31,7 @@ type requests struct {
 // run started for it and by any run of a later time (a schedule time at or after it): rec's time
 // not before it. A request later than now waits until then (clock skew between the client that
 // set it and the operator is at most a few seconds; a time set by hand far ahead means "then").
-func readRequests(task *v1.Task, rec *record, now time.Time) requests {
+func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	var q requests
 	run, err := requestTime(task, v1.AnnotationRunRequested)
 	if err != nil {
@@ -84,7 +84,7 @@ func (q requests) cancelledByRequest() bool {
 // while the Job exists; once it is gone, the record's time equal to the request recorded with
 // it (status.runRequest is written together with the record of the run it started) or to the
 // annotated one (the status write that would have recorded it was lost).
-func requestedRecord(task *v1.Task, rec *record, jobs []observedJob) bool {
+func requestedRecord(task *v1.Task, rec *runRecord, jobs []observedJob) bool {
 	if rec == nil || !rec.run.isScheduled() {
 		return false
 	}

@@ -142,7 +142,7 @@ func startTime(prior *metav1.Time, jobs []observedJob) *metav1.Time {
 // lastSuccessfulTime is the latest finish of a succeeded attempt: the stored one (its Job may be
 // gone), the current run's record, or a succeeded Job of any run (a superseded run's Job that
 // succeeded late counts too). It only moves forward, so later failures keep it.
-func lastSuccessfulTime(prior *metav1.Time, rec *record, jobs []observedJob) *metav1.Time {
+func lastSuccessfulTime(prior *metav1.Time, rec *runRecord, jobs []observedJob) *metav1.Time {
 	latest := timeOf(prior)
 	if rec != nil && rec.outcome == v1.RunSucceeded && rec.finished.After(latest) {
 		latest = rec.finished
