@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -130,7 +131,7 @@ func (e *Env) Close() {
 }
 
 // EnsureKueue installs Kueue on the control plane unless it runs already. The control plane
-// must stand in for testenv.KueueNamespace (StandInOptions: see ControlPlaneOptions). It says
+// must stand in for testenv.KueueNamespace (kubelet.Options: see ControlPlaneOptions). It says
 // whether Kueue was installed now: operators started before do not watch its Workloads.
 func (e *Env) EnsureKueue(ctx context.Context) (installed bool, err error) {
 	if e.kueue != nil {
@@ -147,7 +148,7 @@ func (e *Env) EnsureKueue(ctx context.Context) (installed bool, err error) {
 // KueueSupported says why Kueue cannot run here (its manager needs a pod network: root and ip),
 // or nil.
 func KueueSupported(cp *testenv.ControlPlane) error {
-	if err := testenv.PodNetworksSupported(); err != nil {
+	if err := kubelet.PodNetworksSupported(); err != nil {
 		return err
 	}
 	return cp.KueueAvailable()
@@ -158,8 +159,8 @@ func KueueSupported(cp *testenv.ControlPlane) error {
 // scenario can install Kueue.
 func ControlPlaneOptions(nodes int) testenv.Options {
 	opts := testenv.Options{Full: true, Nodes: nodes}
-	if testenv.PodNetworksSupported() == nil {
-		_ = testenv.CleanStalePodNetworks()
+	if kubelet.PodNetworksSupported() == nil {
+		_ = kubelet.CleanStalePodNetworks()
 		opts.StandInNamespaces = []string{testenv.KueueNamespace}
 	}
 	return opts

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -47,7 +48,7 @@ type env struct {
 	cp       *testenv.ControlPlane
 	c        client.Client
 	dyn      dynamic.Interface
-	standins *testenv.StandIns
+	standins *kubelet.StandIns
 	scraper  string // a bearer token allowed to read /metrics
 }
 
@@ -57,7 +58,7 @@ type env struct {
 // replica, the upgrade with the
 // in-cluster migration, the uninstall, and the cert-manager overlay wired the same way.
 func TestInstallAsShipped(t *testing.T) {
-	if err := testenv.PodNetworksSupported(); err != nil {
+	if err := kubelet.PodNetworksSupported(); err != nil {
 		t.Skipf("the in-cluster e2e runs each operator pod in a network namespace of its own: %v", err)
 	}
 	began := time.Now()
@@ -111,7 +112,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	bin := operatorBinary(t)
-	standins, err := cp.RunStandIns(testenv.StandInOptions{
+	standins, err := cp.RunStandIns(kubelet.Options{
 		Namespace: operatorNamespace,
 		Binaries:  map[string]string{imageV1: bin, imageV1_1: bin},
 	})

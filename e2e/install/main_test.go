@@ -19,6 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"example.com/task-operator/internal/image"
+	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -26,7 +27,7 @@ const operatorNamespace = "task-operator-system"
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	if err := testenv.CleanStalePodNetworks(); err != nil {
+	if err := kubelet.CleanStalePodNetworks(); err != nil {
 		fmt.Fprintln(os.Stderr, "clean stale pod networks:", err)
 	}
 	testenv.Main(m, testenv.Options{

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ var suite struct {
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	if err := testenv.CleanStalePodNetworks(); err != nil {
+	if err := kubelet.CleanStalePodNetworks(); err != nil {
 		fmt.Fprintln(os.Stderr, "clean stale pod networks:", err)
 	}
 	testenv.Main(m, testenv.Options{Full: true, StandInNamespaces: []string{testenv.KueueNamespace}})
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 // root and ip (iproute2) the test is skipped.
 func setUp(tb testing.TB) string {
 	tb.Helper()
-	if err := testenv.PodNetworksSupported(); err != nil {
+	if err := kubelet.PodNetworksSupported(); err != nil {
 		tb.Skipf("Kueue's manager pod runs in a network namespace of its own: %v", err)
 	}
 	cp := testenv.Shared(tb)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -35,10 +36,10 @@ func serve(args []string) error {
 
 	var standIns []string
 	if withKueue {
-		if err := testenv.PodNetworksSupported(); err != nil {
+		if err := kubelet.PodNetworksSupported(); err != nil {
 			return fmt.Errorf("kueue's manager runs in a network namespace of its own: %w", err)
 		}
-		_ = testenv.CleanStalePodNetworks()
+		_ = kubelet.CleanStalePodNetworks()
 		standIns = []string{testenv.KueueNamespace}
 	}
 	cp, err := testenv.Start(ctx, testenv.Options{

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/task-operator/internal/process"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -226,12 +227,12 @@ func (cp *ControlPlane) startComponent(name string, args []string) error {
 		// change the stages.
 		env = append(env, "HOME="+cp.Dir)
 	}
-	p, err := startProc(procSpec{name: name, bin: filepath.Join(cp.opts.BinDir, name), args: args, env: env, logPath: cp.logPath(name)})
+	p, err := process.Start(process.Spec{Name: name, Bin: filepath.Join(cp.opts.BinDir, name), Args: args, Env: env, LogPath: cp.logPath(name)})
 	if err != nil {
 		return err
 	}
 	cp.procs = append(cp.procs, p)
-	return cp.watchdog.watch(p.pid())
+	return cp.watchdog.watch(p.PID())
 }
 
 // NodeName returns the name of the i-th fake Node (0-based).

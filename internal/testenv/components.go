@@ -15,7 +15,7 @@ import (
 func (cp *ControlPlane) Components() []string {
 	names := []string{Etcd, KubeAPIServer}
 	for _, p := range cp.procs {
-		names = append(names, p.name)
+		names = append(names, p.Name())
 	}
 	return names
 }
@@ -44,10 +44,10 @@ func (cp *ControlPlane) TailLogs(lines int) string {
 func (cp *ControlPlane) PIDs() map[string]int {
 	pids := maps.Clone(cp.envPIDs)
 	for _, p := range cp.procs {
-		pids[p.name] = p.pid()
+		pids[p.Name()] = p.PID()
 	}
 	if cp.watchdog != nil {
-		pids["watchdog"] = cp.watchdog.proc.pid()
+		pids["watchdog"] = cp.watchdog.proc.PID()
 	}
 	return pids
 }
@@ -61,8 +61,8 @@ func (cp *ControlPlane) Alive() error {
 		}
 	}
 	for _, p := range cp.procs {
-		if exited, err := p.exitErr(); exited {
-			return cp.componentError(p.name, fmt.Errorf("exited unexpectedly: %w", err))
+		if exited, err := p.ExitErr(); exited {
+			return cp.componentError(p.Name(), fmt.Errorf("exited unexpectedly: %w", err))
 		}
 	}
 	return nil

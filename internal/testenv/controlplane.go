@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"example.com/task-operator/internal/process"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -44,8 +45,8 @@ type ControlPlane struct {
 	kubeconfig []byte
 	env        *envtest.Environment
 	envLogs    []*os.File
-	envPIDs    map[string]int // etcd and kube-apiserver, started by envtest
-	procs      []*proc        // started by us
+	envPIDs    map[string]int  // etcd and kube-apiserver, started by envtest
+	procs      []*process.Proc // started by us
 	watchdog   *watchdog
 
 	etcdMu sync.Mutex
@@ -154,7 +155,7 @@ func (cp *ControlPlane) Stop() error {
 func (cp *ControlPlane) stop() error {
 	// Clients of the apiserver go first so they don't spend their shutdown
 	// retrying against a vanished apiserver.
-	errs := []error{cp.closeEtcd(), stopAll(cp.procs, stopGrace)}
+	errs := []error{cp.closeEtcd(), process.StopAll(cp.procs, stopGrace)}
 	if cp.env != nil {
 		if err := cp.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop envtest: %w", err))

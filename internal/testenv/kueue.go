@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"example.com/task-operator/internal/kubelet"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,7 +62,7 @@ func KueueResource(resource string) schema.GroupVersionResource {
 // Kueue is Kueue running on a control plane. Stop it when done.
 type Kueue struct {
 	// StandIns runs Kueue's manager pod.
-	StandIns *StandIns
+	StandIns *kubelet.StandIns
 	// Image is the image of Kueue's Deployment.
 	Image string
 }
@@ -82,7 +84,7 @@ func (cp *ControlPlane) InstallKueue(ctx context.Context) (*Kueue, error) {
 	if err := cp.KueueAvailable(); err != nil {
 		return nil, err
 	}
-	if !cp.standsIn(KueueNamespace) {
+	if !slices.Contains(cp.opts.StandInNamespaces, KueueNamespace) {
 		return nil, fmt.Errorf("install kueue: %s is not in the control plane's StandInNamespaces", KueueNamespace)
 	}
 	manifests, err := os.ReadFile(filepath.Join(cp.opts.BinDir, kueueManifests))
@@ -96,7 +98,7 @@ func (cp *ControlPlane) InstallKueue(ctx context.Context) (*Kueue, error) {
 	if _, _, err := Kubectl(ctx, cp.KubeconfigPath, manifests, "apply", "--server-side", "--field-manager=testenv", "-f", "-"); err != nil {
 		return nil, fmt.Errorf("install kueue: %w", err)
 	}
-	standins, err := cp.RunStandIns(StandInOptions{
+	standins, err := cp.RunStandIns(kubelet.Options{
 		Namespace:   KueueNamespace,
 		Binaries:    map[string]string{image: filepath.Join(cp.opts.BinDir, kueueBinary)},
 		Entrypoints: map[string]string{image: kueueEntrypoint},

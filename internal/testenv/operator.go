@@ -21,6 +21,7 @@ import (
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/internal/process"
 )
 
 // OperatorNamespace is where an operator started here keeps its webhook certificate Secret and
@@ -69,7 +70,7 @@ type OperatorOptions struct {
 type Operator struct {
 	// Opts are the options it runs with, defaults filled in.
 	Opts OperatorOptions
-	proc *proc
+	proc *process.Proc
 }
 
 var operatorSeq atomic.Int64
@@ -158,9 +159,9 @@ func LaunchOperator(opts OperatorOptions) (*Operator, error) {
 		return nil, fmt.Errorf("operator %s: %w", opts.Name, err)
 	}
 	env := append(os.Environ(), "KUBECONFIG="+opts.Kubeconfig)
-	p, err := startProc(procSpec{
-		name: opts.Name, bin: bin, args: opts.args(), env: append(env, opts.Env...),
-		logPath: filepath.Join(opts.Dir, "operator.log"), diesWithParent: true,
+	p, err := process.Start(process.Spec{
+		Name: opts.Name, Bin: bin, Args: opts.args(), Env: append(env, opts.Env...),
+		LogPath: filepath.Join(opts.Dir, "operator.log"), DiesWithParent: true,
 	})
 	if err != nil {
 		return nil, err
@@ -250,7 +251,7 @@ func WaitWebhooks(ctx context.Context, cfg *rest.Config, timeout time.Duration) 
 }
 
 // PID is the process id.
-func (o *Operator) PID() int { return o.proc.pid() }
+func (o *Operator) PID() int { return o.proc.PID() }
 
 // Name is Opts.Name.
 func (o *Operator) Name() string { return o.Opts.Name }
@@ -288,21 +289,21 @@ func (o *Operator) Logs() string {
 func (o *Operator) Tail(n int) string { return TailFile(o.LogPath(), n) }
 
 // Exited is closed once the process has exited.
-func (o *Operator) Exited() <-chan struct{} { return o.proc.done }
+func (o *Operator) Exited() <-chan struct{} { return o.proc.Done() }
 
 // Alive reports whether the process still runs.
 func (o *Operator) Alive() bool {
-	exited, _ := o.proc.exitErr()
+	exited, _ := o.proc.ExitErr()
 	return !exited
 }
 
 // Stop sends SIGTERM, waits up to grace for the process to exit and kills it after that; the
 // error says so when it had to.
-func (o *Operator) Stop(grace time.Duration) error { return o.proc.stop(grace) }
+func (o *Operator) Stop(grace time.Duration) error { return o.proc.Stop(grace) }
 
 // Kill sends SIGKILL, as the kernel's OOM killer or a node failure would, and waits until the
 // process is gone.
-func (o *Operator) Kill() error { return o.proc.kill() }
+func (o *Operator) Kill() error { return o.proc.Kill() }
 
 // StopAtExit stops the operator when the test binary ends (AtExit), printing the last
 // tailLines of its log first when a test failed.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/task-operator/internal/process"
 )
 
 // The watchdog covers the exits that skip Stop: a panic outside the test
@@ -66,7 +68,7 @@ func runWatchdog(in io.Reader, log io.Writer, marker string) int {
 }
 
 type watchdog struct {
-	proc *proc
+	proc *process.Proc
 	pipe *os.File // write end
 }
 
@@ -80,7 +82,7 @@ func startWatchdog(dir, logPath string) (*watchdog, error) {
 	defer r.Close()
 	env := append(os.Environ(), watchdogEnv+"=1")
 	// /proc/self/exe still works when `go run` has deleted the binary.
-	p, err := startProc(procSpec{name: "watchdog", bin: "/proc/self/exe", args: []string{"watchdog", dir}, env: env, logPath: logPath, stdin: r})
+	p, err := process.Start(process.Spec{Name: "watchdog", Bin: "/proc/self/exe", Args: []string{"watchdog", dir}, Env: env, LogPath: logPath, Stdin: r})
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -107,8 +109,8 @@ func (wd *watchdog) removeOnCrash(path string) error {
 func (wd *watchdog) release() error {
 	_, _ = io.WriteString(wd.pipe, "release\n")
 	wd.pipe.Close()
-	if wd.proc.wait(5 * time.Second) {
+	if wd.proc.Wait(5 * time.Second) {
 		return nil
 	}
-	return wd.proc.kill()
+	return wd.proc.Kill()
 }
