@@ -1,0 +1,217 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apixclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/internal/testenv"
+)
+
+// The twin CRD of the floor probe (call_floor.go) and its rename-only conversion webhook.
+const (
+	floorGroup    = "bench.example.com"
+	floorResource = "floors"
+	floorPath     = "/convert-rename-only"
+)
+
+var floorCRDName = floorResource + "." + floorGroup
+
+func floorGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: floorGroup, Version: version, Resource: floorResource}
+}
+
+// floors is what the floor probes share: clients without rate limits and the rename-only
+// webhook, served beside /convert.
+type floors struct {
+	crds apixclient.CustomResourceDefinitionInterface
+	dyn  dynamic.Interface
+	url  string
+	ca   []byte
+}
+
+// newFloors serves the rename-only webhook on up's conversion server: once per server.
+func newFloors(e *harness.Env, up *testenv.Upgrade) (*floors, error) {
+	cfg := rest.CopyConfig(e.Cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := apixclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	url := up.Conversion().Handle(floorPath, http.HandlerFunc(renameOnly))
+	return &floors{crds: crds.CustomResourceDefinitions(), dyn: dyn, url: url, ca: up.Conversion().CABundle}, nil
+}
+
+func (f *floors) in(version string) resourceIn {
+	return func(ns string) dynamic.ResourceInterface { return f.dyn.Resource(floorGVR(version)).Namespace(ns) }
+}
+
+func (f *floors) renameOnly() *apix.CustomResourceConversion {
+	return testenv.WebhookConversion(f.url, f.ca)
+}
+
+// point makes url (signed by ca) the conversion webhook of crd.
+func (f *floors) point(ctx context.Context, crd, url string, ca []byte) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := f.crds.Get(ctx, crd, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c := got.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil &&
+			c.Webhook.ClientConfig.URL != nil && *c.Webhook.ClientConfig.URL == url && bytes.Equal(c.Webhook.ClientConfig.CABundle, ca) {
+			return nil
+		}
+		got.Spec.Conversion = testenv.WebhookConversion(url, ca)
+		_, err = f.crds.Update(ctx, got, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("point %s at %s: %w", crd, url, err)
+	}
+	return nil
+}
+
+// waitServed waits until t's server converts t's reads (a CRD change reaches the apiserver's
+// handlers asynchronously) and the apiserver stops calling either webhook otherwise (the
+// rebuilt watch caches list their objects), so that nothing else runs while t is timed.
+func waitServed(ctx context.Context, e *harness.Env, t floorTarget) error {
+	err := testenv.Poll(ctx, time.Minute, 200*time.Millisecond, "the apiserver to call "+t.url, func(ctx context.Context) (bool, error) {
+		t.server.HandlerTimes()
+		if err := t.read(ctx, t.objects[0].GetName()); err != nil {
+			return false, err
+		}
+		served, _ := t.server.HandlerTimes()
+		return len(served) > 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, crd := range []string{taskv1.CRDName, floorCRDName} {
+		if _, err := settleConversions(ctx, e, crd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// twins returns the k Tasks as stored at v1 and a twin of each: the same name, labels, spec and
+// status in a Floor, created at v1.
+func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int) (tasks, twins []*unstructured.Unstructured, err error) {
+	for i := range k {
+		task, err := up.Tasks("v1", callsNS).Get(ctx, probeName(histories[0], i), metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor twins: %w", err)
+		}
+		twin := floorObject("v1", callsNS, task.GetName())
+		twin.SetLabels(task.GetLabels())
+		twin.Object["spec"], twin.Object["status"] = task.Object["spec"], task.Object["status"]
+		created, err := f.in("v1")(callsNS).Create(ctx, twin, metav1.CreateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor twins: %w", err)
+		}
+		tasks, twins = append(tasks, task), append(twins, created)
+	}
+	return tasks, twins, nil
+}
+
+func floorObject(version, ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": floorGroup + "/" + version, "kind": "Floor",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+	}}
+}
+
+// install replaces any Floor CRD with one stored at storage and converted by conv, and waits
+// until it serves its storage version.
+func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomResourceConversion) error {
+	if err := f.uninstall(ctx); err != nil {
+		return err
+	}
+	anything := &apix.CustomResourceValidation{OpenAPIV3Schema: &apix.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}}
+	var versions []apix.CustomResourceDefinitionVersion
+	// The same served versions as Task, so the apiserver keeps the same watch caches.
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+		versions = append(versions, apix.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage, Schema: anything})
+	}
+	crd := &apix.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: floorCRDName},
+		Spec: apix.CustomResourceDefinitionSpec{
+			Group:      floorGroup,
+			Names:      apix.CustomResourceDefinitionNames{Plural: floorResource, Singular: "floor", Kind: "Floor", ListKind: "FloorList"},
+			Scope:      apix.NamespaceScoped,
+			Versions:   versions,
+			Conversion: conv,
+		},
+	}
+	if _, err := f.crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("floor CRD: %w", err)
+	}
+	return testenv.Poll(ctx, time.Minute, 100*time.Millisecond, "Floors to be served", func(ctx context.Context) (bool, error) {
+		_, err := f.in(storage)(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	})
+}
+
+// uninstall deletes the Floor CRD, and so every Floor, and waits until it is gone.
+func (f *floors) uninstall(ctx context.Context) error {
+	if err := f.crds.Delete(ctx, floorCRDName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the floor CRD: %w", err)
+	}
+	return testenv.Poll(ctx, 10*time.Minute, 0, "the floor CRD to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := f.crds.Get(ctx, floorCRDName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// renameOnly answers a ConversionReview by changing each object's apiVersion and nothing else:
+// the least a conversion webhook can do.
+func renameOnly(w http.ResponseWriter, req *http.Request) {
+	var review apix.ConversionReview
+	if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("not a ConversionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	version, err := json.Marshal(review.Request.DesiredAPIVersion)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp := &apix.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	for i, raw := range review.Request.Objects {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+			http.Error(w, fmt.Sprintf("request.objects[%d]: %v", i, err), http.StatusBadRequest)
+			return
+		}
+		obj["apiVersion"] = version
+		out, err := json.Marshal(obj)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
+	}
+	review.Request, review.Response = nil, resp
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&review)
+}
