@@ -109,9 +109,7 @@ func (r *Reconciler) protectJobs(ctx context.Context, s *scope) error {
 		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("add finalizer to job %s: %w", job.Name, err)
 		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Protected = true
-		}
+		s.changed(jobChange{name: o.Name, protected: new(true)})
 	}
 	return nil
 }

@@ -49,9 +49,7 @@ func (r *Reconciler) releaseJobs(ctx context.Context, s *scope) error {
 			return err
 		}
 		s.released = append(s.released, o.Name)
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Protected = false
-		}
+		s.changed(jobChange{name: o.Name, protected: new(false)})
 	}
 	return nil
 }

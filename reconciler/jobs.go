@@ -27,9 +27,7 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("set suspend=%t on job %s: %w", s.task.Spec.Suspend, job.Name, err)
 		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Suspended = s.task.Spec.Suspend
-		}
+		s.changed(jobChange{name: o.Name, suspended: new(s.task.Spec.Suspend)})
 	}
 	return nil
 }
@@ -44,9 +42,7 @@ func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Deleting, j.Replaced, j.Finished = true, true, s.now
-		}
+		s.changed(jobChange{name: o.Name, deleted: deletedReplaced})
 		r.recordEvent(s.task, normal(v1.EventJobReplaced, "Delete", fmt.Sprintf("deleted active Job %s for the run scheduled at %s",
 			o.Name, s.plan.create.Scheduled.UTC().Format(time.RFC3339))))
 	}
@@ -67,12 +63,7 @@ func (r *Reconciler) cancelRun(ctx context.Context, s *scope) error {
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			if !j.Deleting {
-				j.Deleting, j.Finished = true, s.now
-			}
-			j.Cancelled = s.plan.cancelAt
-		}
+		s.changed(jobChange{name: o.Name, deleted: deletedCancelled, cancelAt: s.plan.cancelAt})
 		r.recordEvent(s.task, warning(v1.EventRunCancelled, "Delete", fmt.Sprintf("deleted active Job %s (%s) for the cancel request at %s: the run ends Failed, without a retry",
 			o.Name, o.Run, at)))
 	}
@@ -129,12 +120,8 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope) error {
 	}
 	r.expect.created(s.task, job.Name, s.now)
 	s.cached[job.Name] = job
-	if j := findJob(s.jobs, job.Name); j != nil {
-		*j = observeJob(s.task.Name, job)
-	} else {
-		s.jobs = append(s.jobs, observeJob(s.task.Name, job))
-	}
-	sortJobs(s.jobs)
+	created := observeJob(s.task.Name, job)
+	s.changed(jobChange{name: job.Name, created: &created})
 	return nil
 }
 
@@ -214,9 +201,7 @@ func (r *Reconciler) deletePruned(ctx context.Context, s *scope) error {
 		if err := r.deleteJob(ctx, s, o.Name); err != nil {
 			return err
 		}
-		if j := findJob(s.jobs, o.Name); j != nil {
-			j.Deleting = true
-		}
+		s.changed(jobChange{name: o.Name, deleted: deletedAsHistory})
 	}
 	return nil
 }

@@ -50,6 +50,8 @@ type scope struct {
 	plan   plan
 	// kueueServed says Kueue's API is served (asked only for Tasks with spec.queueName).
 	kueueServed bool
+	// changes are the steps' writes to Jobs not yet applied to jobs (see applyChanges).
+	changes []jobChange
 	// released are the Jobs whose finalizer this reconcile removed.
 	released []string
 	// acted says the plan was made and carried out, so what protects the Task is known.
@@ -201,7 +203,9 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 		r.startRun,
 		r.deletePruned,
 	} {
-		if err := step(ctx, s); err != nil {
+		err := step(ctx, s)
+		s.applyChanges() // a failed step's writes before the failure count too
+		if err != nil {
 			return err
 		}
 	}
