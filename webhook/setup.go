@@ -1,4 +1,5 @@
-// Package webhook serves the Task API's webhooks: conversion between versions, defaulting and
+// Package webhook serves the Task API's webhooks (/convert, /mutate, /validate; the mapping
+// itself is package conversion's): conversion between versions, defaulting and
 // validation. It wires the handlers into the manager's webhook server; the certificate they are
 // served with comes from package cert (self-managed) or from files (cert-manager), and pointing
 // the apiserver at an operator outside the cluster is package local's business.

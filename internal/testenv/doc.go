@@ -12,6 +12,8 @@
 //     encodings etcd holds.
 //   - Kueue (InstallKueue): Kueue's release manifests applied as shipped and its manager pod
 //     run as a stand-in, for Tasks with spec.queueName.
+//   - Stand-in pods (RunStandIns): a namespace's pods run as processes by package
+//     internal/kubelet, which has no knowledge of this harness beyond a rest.Config.
 //   - Poll and Eventually: the one way to wait.
 //   - Main and Shared: one control plane per test package; StartT: one for a single test.
 //
