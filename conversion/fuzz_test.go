@@ -3,12 +3,14 @@ package conversion
 import (
 	"encoding/json"
 	"testing"
+
+	"example.com/task-operator/internal/sample"
 )
 
 // FuzzConvert feeds arbitrary JSON objects, as any served version, to Convert: it must never
 // panic, and a v1 object it can read at an old version must come back byte for byte.
 func FuzzConvert(f *testing.F) {
-	for _, hub := range []map[string]any{hubObject(f, richHub("echo seed")), hubObject(f, httpHub()), hubObject(f, simpleHub())} {
+	for _, hub := range []map[string]any{hubObject(f, sample.RichTask("echo seed")), hubObject(f, sample.HTTPTask()), hubObject(f, sample.SimpleTask())} {
 		seed, _ := json.Marshal(hub)
 		f.Add(seed, uint8(0))
 	}

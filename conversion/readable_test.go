@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"example.com/task-operator/conversion/fuzzer"
+	"example.com/task-operator/internal/sample"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
@@ -15,7 +16,7 @@ import (
 // maximalShell fills every shell field at its schema limit with text that does not compress, and
 // escapes badly in JSON (<, >, &).
 func maximalShell(envs int) *taskv1.Task {
-	task := richHub(strings.Repeat("<&>", 65536/3))
+	task := sample.RichTask(strings.Repeat("<&>", 65536/3))
 	task.Spec.Runner.Shell.Image = fuzzer.IncompressibleText(0, 512)
 	task.Spec.Runner.Shell.Env = nil
 	for i := range envs {
@@ -71,7 +72,7 @@ func TestLargestAcceptedTaskIsReadable(t *testing.T) {
 }
 
 func TestOtherAnnotationsCount(t *testing.T) {
-	task := richHub("echo")
+	task := sample.RichTask("echo")
 	task.Annotations["huge"] = strings.Repeat("x", apivalidation.TotalAnnotationSizeLimitB-200)
 	errs := CheckReadable(hubObject(t, task))
 	if len(errs) == 0 || errs[0].Field != "metadata.annotations" {

@@ -12,6 +12,7 @@ import (
 	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/apis/v1beta1"
 	"example.com/task-operator/conversion/fuzzer"
+	"example.com/task-operator/internal/sample"
 )
 
 const roundTrips = 10000
@@ -100,7 +101,7 @@ func requireOnlyHistoryLimitsPreserved(t *testing.T, spoke map[string]any) {
 // TestHubPathsKnowEveryField pins hubPaths to the hub's JSON: every path of a fully populated
 // Task is in it, and nothing below a leaf is.
 func TestHubPathsKnowEveryField(t *testing.T) {
-	obj := hubObject(t, richHub("echo"))
+	obj := hubObject(t, sample.RichTask("echo"))
 	setAt(obj, "spec.runner.http", map[string]any{"url": "https://a/", "method": "GET", "headers": []any{}, "body": "b", "timeout": "1s", "acceptedStatusCodes": []any{}})
 	var walk func(m map[string]any, at path)
 	walk = func(m map[string]any, at path) {

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/sample"
 )
 
 // The apiserver's handling of a write at an old version, step by step, as documented in
@@ -110,21 +109,9 @@ func mustWrite(t *testing.T, stored map[string]any, version string, kind writeKi
 	return out
 }
 
-func httpHub() *taskv1.Task {
-	task := richHub("unused")
-	task.Spec.Runner = taskv1.Runner{Type: taskv1.RunnerHTTP, HTTP: &taskv1.HTTPRunner{
-		URL: "https://hooks.internal/rebuild", Method: "POST",
-		Headers:             []taskv1.HTTPHeader{{Name: "Authorization", Value: "Bearer secret"}},
-		Body:                `{"full": true}`,
-		Timeout:             &metav1.Duration{Duration: 5 * time.Second},
-		AcceptedStatusCodes: []int32{202},
-	}}
-	return task
-}
-
 // scheduledHub is a scheduled Task that left its history limits to the defaults.
 func scheduledHub() *taskv1.Task {
-	task := simpleHub()
+	task := sample.SimpleTask()
 	task.Spec.Schedule = &taskv1.Schedule{Cron: "@daily"}
 	return task
 }
@@ -139,7 +126,7 @@ func TestUnchangedWritesAreByteExact(t *testing.T) {
 	for _, version := range []string{alpha, beta} {
 		for _, kind := range []writeKind{updateMain, updateStatus} {
 			rnd := rand.New(rand.NewPCG(uint64(kind), 7))
-			for _, task := range []*taskv1.Task{richHub("echo hi"), httpHub(), simpleHub()} {
+			for _, task := range []*taskv1.Task{sample.RichTask("echo hi"), sample.HTTPTask(), sample.SimpleTask()} {
 				obj := store(t, task)
 				respell(rnd, obj)
 				got := mustWrite(t, obj, version, kind, func(map[string]any) {})
@@ -180,17 +167,17 @@ func withAnnotation(value string) func(map[string]any) {
 func TestForgedAnnotationSetsNothing(t *testing.T) {
 	for _, version := range []string{alpha, beta} {
 		t.Run(version+"/update", func(t *testing.T) {
-			obj := store(t, richHub("echo hi"))
+			obj := store(t, sample.RichTask("echo hi"))
 			got := mustWrite(t, obj, version, updateMain, withAnnotation(forged(t, version)))
 			requireSameBody(t, "forged annotation on update", obj, got)
 		})
 		t.Run(version+"/status", func(t *testing.T) {
-			obj := store(t, richHub("echo hi"))
+			obj := store(t, sample.RichTask("echo hi"))
 			got := mustWrite(t, obj, version, updateStatus, withAnnotation(forged(t, version)))
 			requireSameBody(t, "forged annotation on a status write", obj, got)
 		})
 		t.Run(version+"/create", func(t *testing.T) {
-			plain := simpleHub()
+			plain := sample.SimpleTask()
 			spoke := mustConvert(t, hubObject(t, plain), version)
 			got := mustWrite(t, nil, version, createMain, func(o map[string]any) {
 				for k, v := range spoke {
@@ -240,7 +227,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 		edit    func(stored map[string]any) func(map[string]any)
 		checks  func(stored map[string]any) []check
 	}{{
-		name: "v1alpha1 replicas edited, annotation deleted (kubectl annotate -)", task: richHub("echo hi"), version: alpha, kind: updateMain,
+		name: "v1alpha1 replicas edited, annotation deleted (kubectl annotate -)", task: sample.RichTask("echo hi"), version: alpha, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { deleteAnnotation(o); setAt(o, "spec.replicas", int64(5)) }
 		},
@@ -248,7 +235,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return append(unchangedHidden(stored), check{"spec.parallelism", int64(5)})
 		},
 	}, {
-		name: "v1beta1 stale annotation from an exported manifest", task: richHub("echo hi"), version: beta, kind: updateMain,
+		name: "v1beta1 stale annotation from an exported manifest", task: sample.RichTask("echo hi"), version: beta, kind: updateMain,
 		edit: func(stored map[string]any) func(map[string]any) {
 			older := deepCopy(stored).(map[string]any)
 			setAt(older, "spec.schedule.timeZone", "UTC")
@@ -261,7 +248,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return append(unchangedHidden(stored), check{"spec.retry.maxRetries", int64(9)})
 		},
 	}, {
-		name: "v1alpha1 main-resource write cannot set status", task: richHub("echo hi"), version: alpha, kind: updateMain,
+		name: "v1alpha1 main-resource write cannot set status", task: sample.RichTask("echo hi"), version: alpha, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "status.state", "Succeeded"); setAt(o, "status.retryCount", int64(7)) }
 		},
@@ -269,7 +256,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return append(unchangedHidden(stored), check{"status.phase", get(t, stored, "status.phase")}, check{"status.attempts", get(t, stored, "status.attempts")})
 		},
 	}, {
-		name: "v1alpha1 new URL resets the hidden request", task: httpHub(), version: alpha, kind: updateMain,
+		name: "v1alpha1 new URL resets the hidden request", task: sample.HTTPTask(), version: alpha, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "spec.url", "https://elsewhere.example/x") }
 		},
@@ -281,7 +268,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			}
 		},
 	}, {
-		name: "v1alpha1 same URL keeps the hidden request", task: httpHub(), version: alpha, kind: updateMain,
+		name: "v1alpha1 same URL keeps the hidden request", task: sample.HTTPTask(), version: alpha, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { deleteAnnotation(o); setAt(o, "spec.maxRetry", int64(1)) }
 		},
@@ -289,7 +276,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return []check{{"spec.runner.http", get(t, stored, "spec.runner.http")}, {"spec.retry.maxRetries", int64(1)}}
 		},
 	}, {
-		name: "v1beta1 new URL resets body, timeout and codes but keeps what v1beta1 shows", task: httpHub(), version: beta, kind: updateMain,
+		name: "v1beta1 new URL resets body, timeout and codes but keeps what v1beta1 shows", task: sample.HTTPTask(), version: beta, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "spec.runner.http.url", "https://elsewhere.example/x") }
 		},
@@ -300,7 +287,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			}
 		},
 	}, {
-		name: "v1alpha1 runner switched from shell to http", task: richHub("echo hi"), version: alpha, kind: updateMain,
+		name: "v1alpha1 runner switched from shell to http", task: sample.RichTask("echo hi"), version: alpha, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) {
 				setAt(o, "spec.type", "http")
@@ -316,7 +303,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			}
 		},
 	}, {
-		name: "v1beta1 schedule removed takes its time zone with it", task: richHub("echo hi"), version: beta, kind: updateMain,
+		name: "v1beta1 schedule removed takes its time zone with it", task: sample.RichTask("echo hi"), version: beta, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { delete(o["spec"].(map[string]any), "schedule") }
 		},
@@ -332,7 +319,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return []check{{"spec.schedule", nil}, {"spec.successfulJobsHistoryLimit", int64(3)}, {"spec.failedJobsHistoryLimit", int64(1)}}
 		},
 	}, {
-		name: "v1beta1 cron changed keeps time zone and policy", task: richHub("echo hi"), version: beta, kind: updateMain,
+		name: "v1beta1 cron changed keeps time zone and policy", task: sample.RichTask("echo hi"), version: beta, kind: updateMain,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "spec.schedule", "30 3 * * *") }
 		},
@@ -343,7 +330,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			}
 		},
 	}, {
-		name: "v1alpha1 status write with another Job drops the old Job's UID", task: richHub("echo hi"), version: alpha, kind: updateStatus,
+		name: "v1alpha1 status write with another Job drops the old Job's UID", task: sample.RichTask("echo hi"), version: alpha, kind: updateStatus,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "status.lastJobName", "rich-9") }
 		},
@@ -354,7 +341,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			}
 		},
 	}, {
-		name: "v1beta1 status write cannot change spec", task: richHub("echo hi"), version: beta, kind: updateStatus,
+		name: "v1beta1 status write cannot change spec", task: sample.RichTask("echo hi"), version: beta, kind: updateStatus,
 		edit: func(map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "spec.parallelism", int64(40)); setAt(o, "status.phase", "Running") }
 		},
@@ -362,7 +349,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 			return []check{{"spec", get(t, stored, "spec")}, {"status.phase", "Running"}, {"status.lastJob", get(t, stored, "status.lastJob")}}
 		},
 	}, {
-		name: "spellings of untouched hidden fields survive an edit", task: richHub("echo hi"), version: alpha, kind: updateMain,
+		name: "spellings of untouched hidden fields survive an edit", task: sample.RichTask("echo hi"), version: alpha, kind: updateMain,
 		edit: func(stored map[string]any) func(map[string]any) {
 			return func(o map[string]any) { setAt(o, "spec.shell", "echo changed") }
 		},
@@ -394,7 +381,7 @@ func TestOldVersionEditsKeepHiddenFields(t *testing.T) {
 // TestV1WritesDropTheAnnotationAndKeepSpellings: an annotation set at v1 never survives to be
 // applied by a later old-version write, and a v1 write is stored as written plus defaults.
 func TestV1WritesDropTheAnnotationAndKeepSpellings(t *testing.T) {
-	task := richHub("echo ok")
+	task := sample.RichTask("echo ok")
 	task.Annotations[PreservedAnnotation] = forged(t, alpha)
 	obj := hubObject(t, task)
 	setAt(obj, "spec.timeout", "90s")
@@ -431,7 +418,7 @@ func preservedValue(obj map[string]any) string {
 // TestDefaultsNeverReplaceAValue: a value the typed form cannot tell from unset (parallelism 0)
 // is left for validation to refuse, not defaulted into a valid one.
 func TestDefaultsNeverReplaceAValue(t *testing.T) {
-	obj := hubObject(t, simpleHub())
+	obj := hubObject(t, sample.SimpleTask())
 	setAt(obj, "spec.parallelism", int64(0))
 	decided, err := Decide(Write{Version: hubVersion, Create: true, Object: obj})
 	if err != nil {
@@ -459,7 +446,7 @@ func TestOldVersionEditKeepsUntouchedVisibleFields(t *testing.T) {
 	}{{
 		name: "v1alpha1 status write keeps a sub-second lastPhaseTransitionTime (lastUpdateTime)", version: alpha, kind: updateStatus,
 		task: func() map[string]any {
-			stored := store(t, richHub("echo"))
+			stored := store(t, sample.RichTask("echo"))
 			setAt(stored, "status.lastPhaseTransitionTime", "2026-01-02T03:04:05.678Z")
 			return stored
 		},
@@ -468,7 +455,7 @@ func TestOldVersionEditKeepsUntouchedVisibleFields(t *testing.T) {
 	}, {
 		name: "v1beta1 status write keeps a sub-second startTime", version: beta, kind: updateStatus,
 		task: func() map[string]any {
-			stored := store(t, richHub("echo"))
+			stored := store(t, sample.RichTask("echo"))
 			setAt(stored, "status.startTime", "2026-01-02T03:04:05.678Z")
 			return stored
 		},
@@ -477,7 +464,7 @@ func TestOldVersionEditKeepsUntouchedVisibleFields(t *testing.T) {
 	}, {
 		name: "v1alpha1 status write does not invent attempts", version: alpha, kind: updateStatus,
 		task: func() map[string]any {
-			stored := store(t, richHub("echo"))
+			stored := store(t, sample.RichTask("echo"))
 			delete(stored["status"].(map[string]any), "attempts")
 			return stored
 		},
@@ -486,7 +473,7 @@ func TestOldVersionEditKeepsUntouchedVisibleFields(t *testing.T) {
 	}, {
 		name: "v1beta1 spec write keeps an explicit empty header value", version: beta, kind: updateMain,
 		task: func() map[string]any {
-			stored := store(t, httpHub())
+			stored := store(t, sample.HTTPTask())
 			setAt(stored, "spec.runner.http.headers", []any{map[string]any{"name": "X-Empty", "value": ""}})
 			return stored
 		},

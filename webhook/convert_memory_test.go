@@ -16,6 +16,7 @@ import (
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/sample"
 )
 
 // TestConvertHandlerMemoryIsBoundedByOneObject streams a review of hundreds of large Tasks (a LIST
@@ -69,7 +70,7 @@ func TestConvertHandlerMemoryIsBoundedByOneObject(t *testing.T) {
 
 // largeHub is a Task with about 200 KiB of fields v1alpha1 cannot express.
 func largeHub(t testing.TB) map[string]any {
-	task := richHub(strings.Repeat("echo script; ", 4000))
+	task := sample.RichTask(strings.Repeat("echo script; ", 4000))
 	for i := range 48 {
 		value := strings.Repeat(fmt.Sprintf("%08x", i*7919), 500)
 		task.Spec.Runner.Shell.Env = append(task.Spec.Runner.Shell.Env, taskv1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: value})

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,62 +23,8 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/conversion"
+	"example.com/task-operator/internal/sample"
 )
-
-// The fixtures below are those of package conversion's tests (simpleHub, richHub, httpHub),
-// so that the handler is tested on the Tasks the converter is.
-
-// simpleHub is a Task as most are: a script and the defaults.
-func simpleHub() *taskv1.Task {
-	task := &taskv1.Task{
-		ObjectMeta: metav1.ObjectMeta{Name: "simple", Namespace: "ns", UID: "8c2b7a3e-1d3f-4f63-9a4c-0d2cf4d5b6a7", ResourceVersion: "123", Generation: 1},
-		Spec:       taskv1.TaskSpec{Runner: taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{Script: "echo hello"}}},
-	}
-	taskv1.SetDefaults(task)
-	return task
-}
-
-// richHub uses every v1-only field.
-func richHub(script string) *taskv1.Task {
-	deadline := int64(30)
-	ttl, keep := int32(60), int32(2)
-	return &taskv1.Task{
-		ObjectMeta: metav1.ObjectMeta{Name: "rich", Namespace: "ns", Annotations: map[string]string{"team": "a"}},
-		Spec: taskv1.TaskSpec{
-			Runner: taskv1.Runner{Type: taskv1.RunnerShell, Shell: &taskv1.ShellRunner{
-				Script: script, Image: "alpine:3", Env: []taskv1.EnvVar{{Name: "MODE", Value: "full"}},
-			}},
-			Parallelism: 2,
-			Retry: &taskv1.RetryPolicy{MaxRetries: 5, Backoff: &taskv1.Backoff{
-				Initial: &metav1.Duration{Duration: time.Second}, Factor: 3, Max: &metav1.Duration{Duration: time.Minute},
-			}},
-			Schedule:                   &taskv1.Schedule{Cron: "0 2 * * *", TimeZone: "Europe/Paris", ConcurrencyPolicy: taskv1.ForbidConcurrent, StartingDeadlineSeconds: &deadline},
-			Timeout:                    &metav1.Duration{Duration: 30 * time.Minute},
-			TTLSecondsAfterFinished:    &ttl,
-			SuccessfulJobsHistoryLimit: &keep,
-			FailedJobsHistoryLimit:     &keep,
-		},
-		Status: taskv1.TaskStatus{
-			Phase: taskv1.PhaseScheduled, Attempts: 1, MissedRuns: 2,
-			LastJob:    &taskv1.JobReference{Name: "rich-1", UID: "u-1"},
-			ActiveJobs: []taskv1.JobReference{{Name: "rich-2", UID: "u-2"}},
-			Conditions: []metav1.Condition{{Type: taskv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy", LastTransitionTime: metav1.Now()}},
-		},
-	}
-}
-
-// httpHub is richHub with an HTTP runner that uses every v1-only field of it.
-func httpHub() *taskv1.Task {
-	task := richHub("unused")
-	task.Spec.Runner = taskv1.Runner{Type: taskv1.RunnerHTTP, HTTP: &taskv1.HTTPRunner{
-		URL: "https://hooks.internal/rebuild", Method: "POST",
-		Headers:             []taskv1.HTTPHeader{{Name: "Authorization", Value: "Bearer secret"}},
-		Body:                `{"full": true}`,
-		Timeout:             &metav1.Duration{Duration: 5 * time.Second},
-		AcceptedStatusCodes: []int32{202},
-	}}
-	return task
-}
 
 // hubObject is a hub Task as the apiserver holds it: decoded JSON, apiVersion and kind set.
 func hubObject(t testing.TB, task *taskv1.Task) map[string]any {
@@ -173,7 +118,7 @@ func reviewOf(t testing.TB, uid, desired string, objects ...map[string]any) stri
 }
 
 func TestConvertHandlerConvertsAPage(t *testing.T) {
-	hubs := []map[string]any{hubObject(t, richHub("echo a")), hubObject(t, simpleHub()), hubObject(t, httpHub())}
+	hubs := []map[string]any{hubObject(t, sample.RichTask("echo a")), hubObject(t, sample.SimpleTask()), hubObject(t, sample.HTTPTask())}
 	review := postReview(t, reviewOf(t, "u-1", "example.com/v1alpha1", hubs...))
 	resp := review.Response
 	if resp.UID != "u-1" || resp.Result.Status != "Success" {
@@ -195,10 +140,10 @@ func TestConvertHandlerConvertsAPage(t *testing.T) {
 }
 
 func TestConvertHandlerAnswersFailuresAsReviews(t *testing.T) {
-	broken := mustConvert(t, hubObject(t, simpleHub()), "v1alpha1")
+	broken := mustConvert(t, hubObject(t, sample.SimpleTask()), "v1alpha1")
 	annotationsOf(broken)[conversion.PreservedAnnotation] = `{"v":2,"spec":`
 	// An annotation as the server writes it, but for a hidden field of the wrong type.
-	wrongType := mustConvert(t, hubObject(t, richHub("echo")), "v1alpha1")
+	wrongType := mustConvert(t, hubObject(t, sample.RichTask("echo")), "v1alpha1")
 	value, _ := annotationsOf(wrongType)[conversion.PreservedAnnotation].(string)
 	var p map[string]any
 	if err := json.Unmarshal([]byte(value), &p); err != nil {
@@ -213,7 +158,7 @@ func TestConvertHandlerAnswersFailuresAsReviews(t *testing.T) {
 	}{
 		{"not JSON", "{{{", []string{"malformed ConversionReview"}},
 		{"no request", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`, []string{"no request"}},
-		{"unknown version", reviewOf(t, "u", "example.com/v9", hubObject(t, simpleHub())), []string{`"example.com/v9" is not a served version`}},
+		{"unknown version", reviewOf(t, "u", "example.com/v9", hubObject(t, sample.SimpleTask())), []string{`"example.com/v9" is not a served version`}},
 		{"damaged annotation", reviewOf(t, "u", "example.com/v1", broken), []string{"Task ns/simple", conversion.PreservedAnnotation, "not a JSON object"}},
 		{"restored field of the wrong type", reviewOf(t, "u", "example.com/v1", wrongType), []string{"Task ns/rich", conversion.PreservedAnnotation, "spec.timeout"}},
 		{"not a Task", reviewOf(t, "u", "example.com/v1", map[string]any{"apiVersion": "v1", "kind": "Pod"}), []string{"not a served version"}},
@@ -234,7 +179,7 @@ func TestConvertHandlerAnswersFailuresAsReviews(t *testing.T) {
 }
 
 func TestConvertHandlerAcceptsObjectsBeforeTheUID(t *testing.T) {
-	obj, _ := json.Marshal(hubObject(t, simpleHub()))
+	obj, _ := json.Marshal(hubObject(t, sample.SimpleTask()))
 	body := fmt.Sprintf(`{"request":{"objects":[%s],"desiredAPIVersion":"example.com/v1beta1","uid":"late"},"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}`, obj)
 	resp := postReview(t, body).Response
 	if resp.UID != "late" || resp.Result.Status != "Success" || len(resp.ConvertedObjects) != 1 {
@@ -263,7 +208,7 @@ func TestConvertHandlerReturnsManagedFieldsAsSent(t *testing.T) {
 	mf := `[{"manager":"a<b>&c","operation":"Apply","apiVersion":"example.com/v1","time":"2030-01-02T03:04:05Z","fieldsType":"FieldsV1",` +
 		`"fieldsV1":{"f:metadata":{"f:labels":{"f:é\u2028":{}}},"f:spec":{"f:runner":{"f:http":{"f:headers":{"k:{\"name\":\"<x>&\"}":{".":{},"f:name":{}}}}}}}},` +
 		`{"manager":"s","operation":"Update","apiVersion":"example.com/v1alpha1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":{"f:status":{".":{},"f:state":{}}}}]`
-	hub := hubObject(t, httpHub())
+	hub := hubObject(t, sample.HTTPTask())
 	var want any
 	if err := json.Unmarshal([]byte(mf), &want); err != nil {
 		t.Fatal(err)
@@ -339,7 +284,7 @@ func TestConvertHandlerPooledBuffersKeepRequestsApart(t *testing.T) {
 // values.
 func TestConvertMetricLabelsComeFromServedVersionsOnly(t *testing.T) {
 	for i := range 5 {
-		postReview(t, reviewOf(t, "u", fmt.Sprintf("example.com/v%d-made-up", i), hubObject(t, simpleHub())))
+		postReview(t, reviewOf(t, "u", fmt.Sprintf("example.com/v%d-made-up", i), hubObject(t, sample.SimpleTask())))
 	}
 	labels := map[string]bool{}
 	for _, c := range []prometheus.Collector{convertRequestsTotal, convertRequestDuration, convertObjectsTotal, convertObjectDuration} {
@@ -371,7 +316,7 @@ func TestConvertMetricLabelsComeFromServedVersionsOnly(t *testing.T) {
 // FuzzConversionReview feeds arbitrary bytes to the /convert handler: every answer must be a
 // ConversionReview with HTTP 200, never a panic.
 func FuzzConversionReview(f *testing.F) {
-	f.Add(reviewOf(f, "u", "example.com/v1alpha1", hubObject(f, richHub("echo"))))
+	f.Add(reviewOf(f, "u", "example.com/v1alpha1", hubObject(f, sample.RichTask("echo"))))
 	f.Add(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x","desiredAPIVersion":"example.com/v1","objects":[{}]}}`)
 	f.Add(`{"request":{"objects":[1,2,3]}}`)
 	f.Fuzz(func(t *testing.T, body string) {
@@ -407,7 +352,7 @@ func withManagedFields(t testing.TB, obj map[string]any) map[string]any {
 // BenchmarkConvertHandler serves a ConversionReview of one object, as the apiserver sends most
 // of them (a write, a watch event), through the whole /convert handler: decode, convert, encode.
 func BenchmarkConvertHandler(b *testing.B) {
-	hub := withManagedFields(b, hubObject(b, richHub("echo step")))
+	hub := withManagedFields(b, hubObject(b, sample.RichTask("echo step")))
 	spoke := mustConvert(b, hub, v1alpha1.GroupVersion.Version)
 	for _, tc := range []struct {
 		name    string
