@@ -216,14 +216,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 // when to look again (when the next run is due, not before, and never without a reason), and
 // whether the Task's finalizer still protects anything.
 func (r *Reconciler) summarize(s *scope) {
-	s.task.Status = computeStatusIn(s.task, s.jobs, s.now, s.kueueServed)
-	if s.nameTaken != nil {
-		setNameTaken(&s.task.Status, s.task, s.nameTaken.Error(), s.now)
-	}
-	if s.plan.create != nil && !s.plan.scheduled.IsZero() && s.task.Status.CurrentRun != nil &&
-		s.task.Status.CurrentRun.ScheduledTime.Equal(timePtr(s.plan.scheduled)) {
-		s.task.Status.MissedRuns += s.plan.missed
-	}
+	s.task.Status = statusAfter(s.task, s.jobs, s.now, s.kueueServed, s.plan, s.nameTaken)
 	s.events = append(s.events, transitionEvents(s.task, s.prior, s.task.Status, s.jobs)...)
 	if t := s.task.Status.NextRunTime; t != nil {
 		s.result.RequeueAfter = max(t.Sub(s.now), time.Second)

@@ -24,6 +24,20 @@ func computeStatusIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServ
 	return statusFrom(task, analyzeIn(task, jobs, now, kueueServed), jobs, now)
 }
 
+// statusAfter is the status once the plan is carried out, computed in one place from the stored
+// record, the Jobs as they now are, and what the plan decided: the schedule times it counted as
+// missed (once its run started) and a run blocked by someone else's Job of its name.
+func statusAfter(task *v1.Task, jobs []observedJob, now time.Time, kueueServed bool, p plan, taken *errNameTaken) v1.TaskStatus {
+	st := computeStatusIn(task, jobs, now, kueueServed)
+	if taken != nil {
+		setNameTaken(&st, task, taken.Error(), now)
+	}
+	if p.create != nil && !p.scheduled.IsZero() && st.CurrentRun != nil && st.CurrentRun.ScheduledTime.Equal(timePtr(p.scheduled)) {
+		st.MissedRuns += p.missed
+	}
+	return st
+}
+
 func statusFrom(task *v1.Task, a analysis, jobs []observedJob, now time.Time) v1.TaskStatus {
 	prior := task.Status
 	st := v1.TaskStatus{
