@@ -137,10 +137,20 @@ type path string
 func (p path) keys() []string { return strings.Split(string(p), ".") }
 
 // lookup returns the value at p in doc; a value that is not an object on the way means there
-// is none.
+// is none. It walks the path itself rather than through unstructured.NestedFieldNoCopy, whose
+// error for such a value prints the value whole: milliseconds for a large list, thrown away.
 func lookup(doc map[string]any, p path) (any, bool) {
-	v, found, err := unstructured.NestedFieldNoCopy(doc, p.keys()...)
-	return v, found && err == nil
+	var cur any = doc
+	for _, k := range p.keys() {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // cut removes the value at p from doc, if there is one.

@@ -58,10 +58,17 @@ func mustConvert(t testing.TB, obj map[string]any, version string) map[string]an
 	return reencode(t, out)
 }
 
+// requireSameBody fails unless want and got have the same spec and status, an absent part and
+// an explicit null told apart.
 func requireSameBody(t testing.TB, what string, want, got map[string]any) {
 	t.Helper()
 	for _, part := range []string{"spec", "status"} {
-		if diff := cmp.Diff(want[part], got[part]); diff != "" {
+		w, inWant := want[part]
+		g, inGot := got[part]
+		if inWant != inGot {
+			t.Fatalf("%s: %s present %t, want %t", what, part, inGot, inWant)
+		}
+		if diff := cmp.Diff(w, g); diff != "" {
 			t.Fatalf("%s: %s changed (-want +got):\n%s", what, part, diff)
 		}
 	}

@@ -12,6 +12,9 @@ import (
 // processes on this machine (package kubelet), each pod's directory under WorkDir unless
 // opts.Dir says otherwise.
 func (cp *ControlPlane) RunStandIns(opts kubelet.Options) (*kubelet.StandIns, error) {
+	if err := kubelet.PodNetworksSupported(); err != nil {
+		return nil, err // before anything is made for the pods
+	}
 	if !slices.Contains(cp.opts.StandInNamespaces, opts.Namespace) {
 		return nil, fmt.Errorf("stand-ins: namespace %q is not in the control plane's StandInNamespaces", opts.Namespace)
 	}
