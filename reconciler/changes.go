@@ -35,11 +35,15 @@ func (s *scope) changed(c jobChange) { s.changes = append(s.changes, c) }
 
 // applyChanges folds the reported writes into what the reconcile knows of the Jobs.
 func (s *scope) applyChanges() {
+	created := false
 	for _, c := range s.changes {
 		s.applyChange(c)
+		created = created || c.created != nil
 	}
 	s.changes = s.changes[:0]
-	sortJobs(s.jobs)
+	if created {
+		sortJobs(s.jobs) // only a new Job can change the order (by run, then name)
+	}
 }
 
 func (s *scope) applyChange(c jobChange) {
