@@ -52,6 +52,10 @@ type Options struct {
 	// attack surface (stream resets, CVE-2023-44487).
 	EnableHTTP2 bool
 
+	// Draining reports whether the process is draining before it exits; from then on every
+	// response closes its connection (see closeConnectionsWhile). Nil means never.
+	Draining func() bool
+
 	// UsageInterval is how often the record of writes per version and user is written to the
 	// ConfigMap versions.UsageConfigMap in Namespace; 0 keeps no record (the metric stays).
 	UsageInterval time.Duration
@@ -134,8 +138,9 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 // and readiness checks that pass once the server is up with a certificate the apiserver trusts.
 func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	server := mgr.GetWebhookServer()
-	server.Register("/convert", NewConvertHandler())
-	server.Register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
+	register := func(path string, h http.Handler) { server.Register(path, closeConnectionsWhile(o.Draining, h)) }
+	register("/convert", NewConvertHandler())
+	register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
 	var usage *UsageRecorder
 	if o.UsageInterval > 0 {
 		usage = NewUsageRecorder(mgr.GetClient(), o.Namespace, o.UsageInterval)
@@ -143,7 +148,7 @@ func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 			return fmt.Errorf("add the version usage record: %w", err)
 		}
 	}
-	server.Register(validatePath, &crwebhook.Admission{Handler: Validator{Usage: usage}})
+	register(validatePath, &crwebhook.Admission{Handler: Validator{Usage: usage}})
 	started := mgr.GetWebhookServer().StartedChecker()
 	ready := func(req *http.Request) error {
 		if o.SelfManagedCerts && !served.Loaded() {

@@ -185,7 +185,9 @@ func (e *Env) StartOperator(ctx context.Context, name string, leaderElect bool) 
 		// Every replica tells the apiserver to call the proxy, as an in-cluster replica would
 		// name the Service.
 		WebhookURL: fmt.Sprintf("https://localhost:%d", e.proxy.Port()),
-		Args:       e.opts.OperatorArgs,
+		// Behind the proxy a replica drains as one behind a Service does: after SIGTERM it
+		// keeps serving, closing each connection after its response.
+		Args: append([]string{"--shutdown-delay=" + replicaDrain.String()}, e.opts.OperatorArgs...),
 	}
 	o, err := testenv.StartOperator(ctx, opts)
 	for attempt := 1; errors.Is(err, testenv.ErrOperatorExited) && attempt < startAttempts && ctx.Err() == nil; attempt++ {
@@ -212,12 +214,14 @@ func (e *Env) KillOperator(o *testenv.Operator) error {
 	return err
 }
 
-// StopOperator takes the replica out of the proxy first (as endpoints drop a terminating pod),
-// waits drain, then sends SIGTERM and waits for a clean exit.
-func (e *Env) StopOperator(o *testenv.Operator, drain time.Duration) error {
+// replicaDrain is each replica's --shutdown-delay.
+const replicaDrain = 2 * time.Second
+
+// StopOperator takes the replica out of the proxy (as endpoints drop a terminating pod) and
+// sends SIGTERM; the replica drains for replicaDrain, and StopOperator waits for a clean exit.
+func (e *Env) StopOperator(o *testenv.Operator) error {
 	e.proxy.Remove(o.WebhookAddr())
-	time.Sleep(drain)
-	err := o.Stop(30 * time.Second)
+	err := o.Stop(replicaDrain + 30*time.Second)
 	e.forget(o)
 	return err
 }
@@ -231,7 +235,7 @@ func (e *Env) forget(o *testenv.Operator) {
 func (e *Env) StopAll() error {
 	var errs []error
 	for _, o := range e.Operators() {
-		errs = append(errs, e.StopOperator(o, 0))
+		errs = append(errs, e.StopOperator(o))
 	}
 	return errors.Join(errs...)
 }
@@ -241,13 +245,13 @@ func (e *Env) StopAll() error {
 func (e *Env) EnsureOperators(ctx context.Context, n int, leaderElect bool, fresh bool) error {
 	for _, o := range e.Operators() {
 		if fresh || o.Opts.LeaderElect != leaderElect || !o.Alive() {
-			if err := e.StopOperator(o, 0); err != nil {
+			if err := e.StopOperator(o); err != nil {
 				e.Logf("%v", err)
 			}
 		}
 	}
 	for len(e.ops) > n {
-		if err := e.StopOperator(e.ops[len(e.ops)-1], 0); err != nil {
+		if err := e.StopOperator(e.ops[len(e.ops)-1]); err != nil {
 			e.Logf("%v", err)
 		}
 	}

@@ -184,7 +184,7 @@ func waitLeader(ctx context.Context, e *harness.Env, timeout time.Duration) (*te
 	return leader, err
 }
 
-// rolling restarts the two replicas one after the other (drained from the proxy, SIGTERM,
+// rolling restarts the two replicas one after the other (out of the proxy, SIGTERM, drained,
 // started again) while a client reads Tasks at v1alpha1 in a loop: every read goes through a
 // conversion webhook call.
 func rolling(ctx context.Context, e *harness.Env, s Size, r *Result) error {
@@ -231,7 +231,7 @@ func rolling(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	for _, o := range e.Operators() {
 		e.Logf("rolling: stopping %s (pid %d)", o.Name(), o.PID())
 		began := time.Now()
-		if err := e.StopOperator(o, 2*time.Second); err != nil {
+		if err := e.StopOperator(o); err != nil {
 			return err
 		}
 		if _, err := e.StartOperator(ctx, o.Name(), true); err != nil {
@@ -243,7 +243,7 @@ func rolling(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	time.Sleep(2 * time.Second)
 	stopReading()
 	wg.Wait()
-	r.Addf("replicas restarted", "drain 2 s, SIGTERM, start, wait until serving; mean "+secs(meanDur(restarts)), "%d", len(restarts))
+	r.Addf("replicas restarted", "SIGTERM, drain 2 s, start, wait until serving; mean "+secs(meanDur(restarts)), "%d", len(restarts))
 	r.Addf("reads at v1alpha1", "LIST and GET alternately, every 20 ms", "%d", reads.Load())
 	mu.Lock()
 	defer mu.Unlock()

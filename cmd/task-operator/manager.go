@@ -213,6 +213,7 @@ func startManager(ctx context.Context, f *managerFlags, stop *shutdown) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	f.webhook.Draining = stop.draining.Load
 	if err := webhook.Setup(mgr, f.webhook, served); err != nil {
 		return err
 	}

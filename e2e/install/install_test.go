@@ -444,7 +444,8 @@ func (e *env) rollingRestart() {
 }
 
 // watchDrain waits for the first old replica to be deleted, then checks that it fails
-// readiness while its webhook server still answers a ConversionReview.
+// readiness while its webhook server still answers a ConversionReview, closing the connection
+// after the response.
 func (e *env) watchDrain(old map[types.UID]string) error {
 	ctx, cancel := context.WithTimeout(e.t.Context(), 3*time.Minute)
 	defer cancel()
@@ -512,6 +513,10 @@ func convertAt(ctx context.Context, ip string) error {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response.Result.Status != "Success" {
 		return fmt.Errorf("draining replica's conversion: %s, %v, %+v", resp.Status, err, out)
+	}
+	// A kept-alive connection would be closed under the apiserver when the replica exits.
+	if !resp.Close {
+		return fmt.Errorf("the draining replica's response keeps the connection open (Connection: %q)", resp.Header.Get("Connection"))
 	}
 	return nil
 }
