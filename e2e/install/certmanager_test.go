@@ -161,7 +161,8 @@ func (e *env) injectCA(objects []map[string]any, ca []byte) {
 		}
 	}
 	e.eventually("the CA to be injected", 30*time.Second, func(ctx context.Context) (bool, error) {
-		return true, e.writeCABundles(ctx, ca)
+		err := e.writeCABundles(ctx, ca)
+		return err == nil, err
 	})
 	_ = ctx
 }

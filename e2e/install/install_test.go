@@ -471,7 +471,11 @@ func (e *env) watchDrain(old map[types.UID]string) error {
 		if err != nil || ready {
 			return false, fmt.Errorf("readyz: ready=%v err=%v", ready, err)
 		}
-		return true, convertAt(ctx, ip)
+		// Not ready, so draining: it must still convert, now, and say goodbye to the connection.
+		if err := convertAt(ctx, ip); err != nil {
+			return false, testenv.Permanent(err)
+		}
+		return true, nil
 	})
 }
 

@@ -194,7 +194,8 @@ func (o *Operator) WaitReady(ctx context.Context, timeout time.Duration) error {
 		if err := getOK(ctx, probe, o.ProbeURL()+"/readyz"); err != nil {
 			return false, err
 		}
-		return true, servesCertificate(ctx, o.WebhookAddr())
+		err := servesCertificate(ctx, o.WebhookAddr())
+		return err == nil, err
 	})
 	if err != nil {
 		return fmt.Errorf("%w\noperator log (tail):\n%s", err, o.Tail(40))

@@ -13,7 +13,8 @@ import (
 const DefaultInterval = 200 * time.Millisecond
 
 // Condition reports whether what a wait waits for has happened. A non-nil error says why not
-// yet; it is kept for the timeout message and the wait goes on, unless it is Permanent.
+// yet; it is kept for the timeout message and the wait goes on, unless it is Permanent. Once
+// done is true the error is ignored: a condition that must also succeed returns err == nil.
 type Condition func(ctx context.Context) (done bool, err error)
 
 // permanentError ends a Poll at once.
