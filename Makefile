@@ -195,6 +195,10 @@ BENCH_ARGS ?=
 bench: controlplane ## Run the five measurement scenarios at full size (go run ./bench; BENCH_ARGS adds flags).
 	go run ./bench -scenarios measurements $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: controlplane ## Grow to 50,000 Tasks (one namespace, then 100): start, leader handover and peak RSS at 10k, 25k, 50k.
+	go run ./bench -scenarios scale $(BENCH_ARGS)
+
 .PHONY: faults
 faults: controlplane ## Run the fault scenarios (SIGKILLs, leader failover, rolling restart) and the run-semantics chaos test at full size.
 	go run ./bench -scenarios faults $(BENCH_ARGS)

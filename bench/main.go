@@ -4,6 +4,7 @@
 //
 //	go run ./bench                                # the five measurements at full size
 //	go run ./bench -scenarios faults              # the three fault scenarios
+//	go run ./bench -scenarios scale               # 50,000 Tasks (make bench-scale)
 //	go run ./bench -scenarios all -tasks 500      # everything, smaller throughput run
 //
 // Scenarios: throughput, idle, conversion, memory, migration (the measurements) and kill,
@@ -61,6 +62,8 @@ var sizeFlags = []struct {
 	{"rolling-tasks", "Tasks read during the rolling restart", []string{"rolling"}, tasks},
 	{"queue-tasks", "queued Tasks (and as many plain Jobs) through the queue", []string{"queue"}, tasks},
 	{"queue-pods", "pods the queue's ClusterQueue admits at once", []string{"queue"}, reps},
+	{"scale-tasks", "Tasks at the scale scenario's last step (the others are a fifth and a half)", []string{"scale"}, tasks},
+	{"scale-namespaces", "namespaces the scale scenario's second layout spreads its Tasks over", []string{"scale"}, reps},
 }
 
 // sizeField is one field of scenario.Size as a flag sets it.
@@ -148,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	which := fs.String("scenarios", "measurements", "comma-separated scenarios, or measurements, faults, all")
+	which := fs.String("scenarios", "measurements", "comma-separated scenarios, or measurements, faults, scales, all")
 	smoke := fs.Bool("smoke", false, "start from the small sizes of the tests instead of the full ones (flags given still apply)")
 	cfg := &config{}
 	fs.IntVar(&cfg.nodes, "nodes", 4, "fake nodes (250 pods each)")

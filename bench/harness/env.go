@@ -177,7 +177,7 @@ func (e *Env) Operators() []*testenv.Operator { return slices.Clone(e.ops) }
 // StartOperator starts a replica and waits until it serves its webhooks through the proxy and
 // the apiserver trusts them. A process that exits during start-up is started again, at most
 // startAttempts times in all; CrashedStarts counts those.
-func (e *Env) StartOperator(ctx context.Context, name string, leaderElect bool) (*testenv.Operator, error) {
+func (e *Env) StartOperator(ctx context.Context, name string, leaderElect bool, args ...string) (*testenv.Operator, error) {
 	opts := testenv.OperatorOptions{
 		Name:        name,
 		Kubeconfig:  e.CP.KubeconfigPath,
@@ -187,7 +187,7 @@ func (e *Env) StartOperator(ctx context.Context, name string, leaderElect bool) 
 		WebhookURL: fmt.Sprintf("https://localhost:%d", e.proxy.Port()),
 		// Behind the proxy a replica drains as one behind a Service does: after SIGTERM it
 		// keeps serving, closing each connection after its response.
-		Args: append([]string{"--shutdown-delay=" + replicaDrain.String()}, e.opts.OperatorArgs...),
+		Args: append(append([]string{"--shutdown-delay=" + replicaDrain.String()}, e.opts.OperatorArgs...), args...),
 	}
 	o, err := testenv.StartOperator(ctx, opts)
 	for attempt := 1; errors.Is(err, testenv.ErrOperatorExited) && attempt < startAttempts && ctx.Err() == nil; attempt++ {

@@ -24,6 +24,8 @@ const (
 	Measurement Kind = "measurement"
 	// Fault scenarios break the operator on purpose and count what must never happen.
 	Fault Kind = "fault"
+	// Scale scenarios grow the cluster past what fits in `make bench` (make bench-scale).
+	Scale Kind = "scale"
 )
 
 // Size is how much a scenario does. Each scenario reads the fields its row in All documents.
@@ -104,6 +106,9 @@ var All = []Scenario{
 	// Tasks queued through a Kueue ClusterQueue of Reps pods, against as many plain Jobs sent
 	// straight to the same queue.
 	{"queue", Measurement, one, Size{Tasks: 30, Reps: 5}, Size{Tasks: 1000, Reps: 50}, queue},
+	// Suspended Tasks grown in three steps up to Tasks, in one namespace and over Reps: start,
+	// handover and peak RSS at each step.
+	{"scale", Scale, one, Size{Tasks: 30, Reps: 3}, Size{Tasks: 50000, Reps: 100}, scale},
 	// Tasks stored at v1alpha1 migrated by each method.
 	{"migration", Measurement, one, Size{Tasks: 50}, Size{Tasks: 10000}, migration},
 }
@@ -127,7 +132,7 @@ func (sc Scenario) Run(ctx context.Context, e *harness.Env, s Size) *Result {
 func Named(names []string) ([]Scenario, error) {
 	for _, n := range names {
 		if !slices.ContainsFunc(All, func(sc Scenario) bool { return sc.selectedBy(n) }) {
-			return nil, fmt.Errorf("unknown scenario %q (want one of %s, or measurements, faults or all)", n, strings.Join(Names(), ", "))
+			return nil, fmt.Errorf("unknown scenario %q (want one of %s, or measurements, faults, scales or all)", n, strings.Join(Names(), ", "))
 		}
 	}
 	var out []Scenario
