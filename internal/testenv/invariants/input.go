@@ -70,9 +70,10 @@ func (j Job) String() string {
 }
 
 // attemptKey names an attempt of a run of a Task: what must never have two Jobs. The run
-// label identifies the run (it carries the scheduled time of a scheduled run).
+// label identifies the run (a scheduled run's label is its scheduled time), so two Jobs of one
+// run label and attempt are one attempt run twice whatever their scheduled-time annotations.
 func (j Job) attemptKey() string {
-	return j.Task + " run=" + j.Run + " scheduled=" + j.Scheduled + " attempt=" + j.Attempt
+	return j.Task + " run=" + j.Run + " attempt=" + j.Attempt
 }
 
 // FromJob is what a Job as listed shows of its life: the pods its status counts, its terminal

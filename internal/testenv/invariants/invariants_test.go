@@ -186,6 +186,11 @@ func TestEveryViolationIsCaught(t *testing.T) {
 			again.UID, again.Outcome, again.Deleted = "uid-other", "", true
 			w.in.Seen = slices.Insert(w.in.Seen, 0, again)
 		}, []Category{Duplicates, StatusLies}},
+		{"a second Job for one run label and attempt, its scheduled time another", func(w *world) {
+			dup := job(w.task("cron"), "2026-01-02T03:04:30Z", 1, "")
+			dup.Labels[v1.LabelRun] = w.job("cron-20260102T030500Z-1").Labels[v1.LabelRun]
+			w.in.Jobs = append(w.in.Jobs, dup)
+		}, []Category{Duplicates}},
 		{"more Jobs than attempts", func(w *world) {
 			w.task("flaky").Status.Phase = v1.PhaseRunning
 			w.task("flaky").Status.Attempts = 1
