@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,16 +16,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/internal/testenv/invariants"
 )
 
 // The chaos test (issue #14, "proof under chaos"). A smoke size (30 Tasks, 40 s) runs in
@@ -58,13 +55,17 @@ const chaosMaxRetries = 3
 // replicas are SIGKILLed and restarted at random (the leader half of the time), a chaos client
 // deletes random Jobs and edits schedules, and failing Tasks are fixed along the way. At the end
 // the schedules are removed (each scheduled Task's latest run becomes its only run) and every
-// Task must finish. Checked from every Job and pod that existed, as watch events reported them:
+// Task must finish. Judged by the invariant checker the bench's fault scenarios share
+// (internal/testenv/invariants), from every Job and pod that existed, as watch events reported
+// them, and the Tasks and Jobs at the end:
 //
-//   - no attempt of any run (Task, schedule time, attempt) has two Jobs, no Job name is reused;
+//   - no attempt of any run (Task, run, attempt) has two Jobs, no Job name is reused, a Task
+//     without a schedule has no more Jobs than attempts;
 //   - no run whose Job completed has another attempt;
 //   - every Job ran at most one pod (parallelism 1, no evictions);
-//   - every Task ends Succeeded or Failed with the attempts its Jobs show, and its status
-//     (currentRun, attempts, conditions, kstatus) agrees with its Jobs;
+//   - no Job outlives its Task (orphan);
+//   - every Task ends Succeeded or Failed as its kind allows, with the attempts its Jobs show,
+//     and its status (currentRun, attempts, conditions, kstatus) agrees with its Jobs;
 //   - no Job and no Task is left holding a finalizer.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -112,8 +113,8 @@ func TestChaos(t *testing.T) {
 	}
 	report.sigkills, report.leaderChanges = fleet.kills(), transitions-transitionsBefore
 	t.Logf("chaos results (seed %d):\n%s", size.seed, report)
-	if report.violations() > 0 {
-		t.Errorf("%d invariant violations; first: %s", report.violations(), strings.Join(report.examples, "; "))
+	if report.Violations() > 0 {
+		t.Errorf("%d invariant violations; first: %s", report.Violations(), strings.Join(report.Examples, "; "))
 	}
 	if report.sigkills == 0 || report.jobsDeleted == 0 || report.scheduleEdits == 0 {
 		t.Errorf("the chaos did not happen: %d SIGKILLs, %d Jobs deleted, %d schedule edits", report.sigkills, report.jobsDeleted, report.scheduleEdits)
@@ -332,292 +333,74 @@ func (c *chaos) waitSettled() {
 }
 
 func (c *chaos) settled(ctx context.Context) (bool, error) {
-	var tasks v1.TaskList
-	if err := c.c.List(ctx, &tasks, client.InNamespace(c.ns)); err != nil {
+	in, err := invariants.Collect(ctx, c.c, c.ns)
+	if err != nil {
 		return false, err
 	}
-	var open []string
-	for _, task := range tasks.Items {
-		if task.Status.Phase != v1.PhaseSucceeded && task.Status.Phase != v1.PhaseFailed || len(task.Finalizers) > 0 {
-			open = append(open, fmt.Sprintf("%s(%s, attempts %d, finalizers %v)", task.Name, task.Status.Phase, task.Status.Attempts, task.Finalizers))
-		}
-	}
-	var jobs batchv1.JobList
-	if err := c.c.List(ctx, &jobs, client.InNamespace(c.ns)); err != nil {
-		return false, err
-	}
-	for _, job := range jobs.Items {
-		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
-			open = append(open, "job "+job.Name+" holds its finalizer")
-		}
-	}
-	if len(open) > 0 {
+	if open := invariants.Unsettled(in); len(open) > 0 {
 		return false, fmt.Errorf("%d open: %s", len(open), strings.Join(open[:min(5, len(open))], ", "))
 	}
 	return true, nil
 }
 
-// chaosReport counts what happened and what was wrong.
+// chaosReport is what the chaos did and what the invariant checker found.
 type chaosReport struct {
-	tasks                                       map[chaosKind]int
-	succeeded, failed                           int
-	jobs, runs, retries, completed, jobsFailed  int
-	jobsDeleted, scheduleEdits, fixes           int64
-	sigkills, leaderChanges                     int
-	twice, rerunAfterSuccess, extraPods         int
-	cancelledAtSuccess                          int
-	wrongEnd, statusLies, finalizersLeft, other int
-	examples                                    []string
-}
-
-func (r *chaosReport) violate(counter *int, format string, args ...any) {
-	*counter++
-	if len(r.examples) < 10 {
-		r.examples = append(r.examples, fmt.Sprintf(format, args...))
-	}
-}
-
-func (r *chaosReport) violations() int {
-	return r.twice + r.rerunAfterSuccess + r.extraPods + r.wrongEnd + r.statusLies + r.finalizersLeft + r.other
+	tasks                             map[chaosKind]int
+	jobsDeleted, scheduleEdits, fixes int64
+	sigkills, leaderChanges           int
+	*invariants.Report
 }
 
 func (r *chaosReport) String() string {
-	var b strings.Builder
-	kinds := []chaosKind{kindOnce, kindFlaky, kindDoomed, kindCron}
 	var mix []string
-	for _, k := range kinds {
+	for _, k := range []chaosKind{kindOnce, kindFlaky, kindDoomed, kindCron} {
 		mix = append(mix, fmt.Sprintf("%d %s", r.tasks[k], k))
 	}
-	fmt.Fprintf(&b, "  Tasks                         %s\n", strings.Join(mix, ", "))
-	fmt.Fprintf(&b, "  ended                         %d Succeeded, %d Failed\n", r.succeeded, r.failed)
-	fmt.Fprintf(&b, "  Jobs (attempts) created       %d for %d runs: %d retries; %d completed, %d failed\n", r.jobs, r.runs, r.retries, r.completed, r.jobsFailed)
-	fmt.Fprintf(&b, "  chaos                         %d SIGKILLs, %d leader changes, %d Jobs deleted, %d schedule edits, %d Tasks fixed\n",
-		r.sigkills, r.leaderChanges, r.jobsDeleted, r.scheduleEdits, r.fixes)
-	fmt.Fprintf(&b, "  cancelled as their pod ended  %d (deleted before the Job controller counted the pod's success: a failed attempt)\n", r.cancelledAtSuccess)
-	fmt.Fprintf(&b, "  attempts run twice            %d\n", r.twice)
-	fmt.Fprintf(&b, "  succeeded runs run again      %d\n", r.rerunAfterSuccess)
-	fmt.Fprintf(&b, "  Jobs with more than one pod   %d\n", r.extraPods)
-	fmt.Fprintf(&b, "  wrong final state             %d\n", r.wrongEnd)
-	fmt.Fprintf(&b, "  status disagreeing with Jobs  %d\n", r.statusLies)
-	fmt.Fprintf(&b, "  finalizers left               %d\n", r.finalizersLeft)
-	return b.String()
+	return fmt.Sprintf("  Tasks                         %s\n", strings.Join(mix, ", ")) +
+		fmt.Sprintf("  chaos                         %d SIGKILLs, %d leader changes, %d Jobs deleted, %d schedule edits, %d Tasks fixed\n",
+			r.sigkills, r.leaderChanges, r.jobsDeleted, r.scheduleEdits, r.fixes) +
+		r.Report.String()
 }
 
 // check judges the end state against every Job and pod the watch saw.
 func (c *chaos) check(ctx context.Context) *chaosReport {
+	in, err := invariants.Collect(ctx, c.c, c.ns)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	in.Seen = seenJobs(c.w.all())
 	r := &chaosReport{tasks: map[chaosKind]int{}, jobsDeleted: c.jobsDeleted.Load(), scheduleEdits: c.scheduleEdits.Load(), fixes: c.fixes.Load()}
-	var tasks v1.TaskList
-	if err := c.c.List(ctx, &tasks, client.InNamespace(c.ns)); err != nil {
-		c.t.Fatal(err)
+	for _, task := range in.Tasks {
+		r.tasks[c.kinds[task.Name]]++
 	}
-	seen := c.w.all()
-	byTask := map[string][]jobSeen{}
-	names := map[string]int{}
-	attempts := map[string]int{}
-	taskOf := map[string]string{}
-	for _, j := range seen {
-		byTask[j.Task] = append(byTask[j.Task], j)
-		names[j.Name]++
-		attempts[j.runKey()]++
-		taskOf[j.runKey()], taskOf[j.Name] = j.Task, j.Task
-		r.jobs++
-		switch j.Outcome {
-		case "Complete":
-			r.completed++
-		case "Failed":
-			r.jobsFailed++
-		}
-		if n, _ := strconv.Atoi(j.Attempt); n > 1 {
-			r.retries++
-		}
-		if len(j.Pods) > 1 {
-			r.violate(&r.extraPods, "Job %s ran %d pods", j.Name, len(j.Pods))
-		}
-		if j.PodSucceeded && j.Outcome != "Complete" && j.Deleted {
-			r.cancelledAtSuccess++
-		}
-	}
-	for key, n := range attempts {
-		if n > 1 {
-			r.violate(&r.twice, "%s ran %d times [Jobs %s]", key, n, describeJobs(byTask[taskOf[key]]))
-		}
-	}
-	for name, n := range names {
-		if n > 1 {
-			r.violate(&r.twice, "Job name %s used %d times [Jobs %s]", name, n, describeJobs(byTask[taskOf[name]]))
-		}
-	}
-	for i := range tasks.Items {
-		task := &tasks.Items[i]
-		kind := c.kinds[task.Name]
-		r.tasks[kind]++
-		c.checkTask(r, task, kind, byTask[task.Name])
-	}
-	var jobs batchv1.JobList
-	if err := c.c.List(ctx, &jobs, client.InNamespace(c.ns)); err != nil {
-		c.t.Fatal(err)
-	}
-	for _, job := range jobs.Items {
-		if controllerutil.ContainsFinalizer(&job, v1.FinalizerRunOutcome) {
-			r.violate(&r.finalizersLeft, "Job %s still holds its finalizer", job.Name)
-		}
-	}
+	// The chaos deletes Jobs: a Task meant to succeed may fail if it lost every attempt.
+	r.Report = invariants.Check(in, invariants.Options{Expect: c.expect, JobsDeleted: true})
 	return r
 }
 
-// checkTask checks one Task's end state against its Jobs, oldest first.
-func (c *chaos) checkTask(r *chaosReport, task *v1.Task, kind chaosKind, jobs []jobSeen) {
-	st := task.Status
-	// Every violation names what it was judged from: the Task's Jobs and its run record.
-	violate := func(counter *int, format string, args ...any) {
-		r.violate(counter, format+" [%s]", append(args, describeTask(task, jobs))...)
-	}
-	r.runs += len(runsOf(jobs))
-	for _, run := range runsOf(jobs) {
-		// Once an attempt completed, the run is done: no later attempt.
-		done := ""
-		for _, j := range run {
-			if done != "" {
-				violate(&r.rerunAfterSuccess, "%s: %s ran after %s completed", task.Name, j.Name, done)
-			}
-			if j.Outcome == "Complete" {
-				done = j.Name
-			}
-		}
-	}
-	if len(task.Finalizers) > 0 {
-		violate(&r.finalizersLeft, "Task %s still holds %v", task.Name, task.Finalizers)
-	}
-	switch st.Phase {
-	case v1.PhaseSucceeded:
-		r.succeeded++
-	case v1.PhaseFailed:
-		r.failed++
+// expect is what a Task of the mix was set up to do. A scheduled Task's schedule is removed at
+// the end; its Jobs still span several runs.
+func (c *chaos) expect(task *v1.Task) invariants.Expect {
+	switch c.kinds[task.Name] {
+	case kindDoomed:
+		return invariants.Expect{MayFail: true}
+	case kindCron:
+		return invariants.Expect{Scheduled: true, MaySucceed: true, MayFail: true}
 	default:
-		violate(&r.wrongEnd, "%s ended %s", task.Name, st.Phase)
-		return
-	}
-	if len(jobs) == 0 {
-		violate(&r.wrongEnd, "%s is %s without any Job", task.Name, st.Phase)
-		return
-	}
-	latest := latestOf(jobs)
-	current := runsOf(jobs)[len(runsOf(jobs))-1]
-	switch {
-	case st.CurrentRun == nil || st.CurrentRun.Job.Name != latest.Name || st.CurrentRun.Job.UID != latest.UID:
-		violate(&r.statusLies, "%s: currentRun %+v, but its newest Job is %s", task.Name, st.CurrentRun, latest.Name)
-	case strconv.Itoa(int(st.Attempts)) != latest.Attempt || st.Attempts != st.CurrentRun.Attempt:
-		violate(&r.statusLies, "%s: attempts %d, currentRun.attempt %d, newest Job %s is attempt %s", task.Name, st.Attempts, st.CurrentRun.Attempt, latest.Name, latest.Attempt)
-	case st.Phase == v1.PhaseSucceeded && latest.Outcome != "Complete":
-		violate(&r.statusLies, "%s: Succeeded, but its last Job %s did not complete (%s)", task.Name, latest.Name, latest)
-	case st.Phase == v1.PhaseFailed && slices.ContainsFunc(current, func(j jobSeen) bool { return j.Outcome == "Complete" }):
-		violate(&r.statusLies, "%s: Failed, but a Job of its run completed", task.Name)
-	case st.Phase == v1.PhaseFailed && st.Attempts != chaosMaxRetries+1:
-		violate(&r.statusLies, "%s: Failed after %d attempts, maxRetries is %d", task.Name, st.Attempts, chaosMaxRetries)
-	}
-	if kind == kindOnce || kind == kindFlaky || kind == kindDoomed {
-		// A one-shot Task has one run: its attempts are its Jobs.
-		if len(runsOf(jobs)) != 1 || len(jobs) != int(st.Attempts) {
-			violate(&r.statusLies, "%s: %d Jobs in %d runs for %d attempts", task.Name, len(jobs), len(runsOf(jobs)), st.Attempts)
-		}
-	}
-	wantKind := map[v1.Phase]bool{v1.PhaseSucceeded: kind != kindDoomed, v1.PhaseFailed: kind == kindDoomed || kind == kindCron}
-	if !wantKind[st.Phase] && !(kind != kindDoomed && st.Phase == v1.PhaseFailed && allAttemptsDeletedOrFailed(current)) {
-		violate(&r.wrongEnd, "%s (%s) ended %s", task.Name, kind, st.Phase)
-	}
-	c.checkConditions(r, task, violate)
-}
-
-// allAttemptsDeletedOrFailed: a Task meant to succeed may end Failed if the chaos deleted or
-// failed every attempt of its run.
-func allAttemptsDeletedOrFailed(run []jobSeen) bool {
-	return len(run) == chaosMaxRetries+1 && !slices.ContainsFunc(run, func(j jobSeen) bool { return j.Outcome == "Complete" })
-}
-
-// checkConditions checks the conditions and kstatus of a Task that ended; violate counts in r's
-// counters.
-func (c *chaos) checkConditions(r *chaosReport, task *v1.Task, violate func(counter *int, format string, args ...any)) {
-	st := task.Status
-	want := map[string]metav1.ConditionStatus{}
-	wantK := kstatus.CurrentStatus
-	if st.Phase == v1.PhaseSucceeded {
-		want = map[string]metav1.ConditionStatus{"Ready": "True", "Succeeded": "True", "Failed": "False", "Reconciling": "False", "Stalled": "False"}
-	} else {
-		want = map[string]metav1.ConditionStatus{"Ready": "False", "Succeeded": "False", "Failed": "True", "Reconciling": "False", "Stalled": "True"}
-		wantK = kstatus.FailedStatus
-	}
-	for typ, s := range want {
-		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Status != s || c.ObservedGeneration != task.Generation {
-			violate(&r.statusLies, "%s (%s): condition %s = %+v, want %s at generation %d", task.Name, st.Phase, typ, c, s, task.Generation)
-		}
-	}
-	if got, err := kstatusOf(task); err != nil || got != wantK {
-		violate(&r.statusLies, "%s (%s): kstatus %s, want %s", task.Name, st.Phase, got, wantK)
+		return invariants.Succeeds
 	}
 }
 
-// runsOf groups a Task's Jobs by run, oldest run first, attempts in order.
-func runsOf(jobs []jobSeen) [][]jobSeen {
-	byRun := map[string][]jobSeen{}
-	var keys []string
-	for _, j := range jobs {
-		key := j.Scheduled
-		if _, ok := byRun[key]; !ok {
-			keys = append(keys, key)
-		}
-		byRun[key] = append(byRun[key], j)
-	}
-	sort.Slice(keys, func(a, b int) bool { return keys[a] < keys[b] }) // RFC 3339 UTC sorts by time; "" (one-shot) first
-	out := make([][]jobSeen, 0, len(keys))
-	for _, k := range keys {
-		run := byRun[k]
-		sort.Slice(run, func(a, b int) bool { return atoi(run[a].Attempt) < atoi(run[b].Attempt) })
-		out = append(out, run)
+// seenJobs is what the watch saw, as the checker reads it.
+func seenJobs(seen []jobSeen) []invariants.Job {
+	out := make([]invariants.Job, 0, len(seen))
+	for _, j := range seen {
+		out = append(out, invariants.Job{
+			Name: j.Name, UID: j.UID, Task: j.Task, Run: j.Run, Attempt: j.Attempt, Scheduled: j.Scheduled,
+			Outcome: j.Outcome, Deleted: j.Deleted, Pods: len(j.Pods), PodSucceeded: j.PodSucceeded, ReplacedBy: j.ReplacedBy,
+		})
 	}
 	return out
-}
-
-// latestOf is the Job of the newest run and attempt.
-func latestOf(jobs []jobSeen) jobSeen {
-	runs := runsOf(jobs)
-	last := runs[len(runs)-1]
-	return last[len(last)-1]
-}
-
-// describeTask is what a violation is judged from: the Task's phase and run record, and every
-// Job seen for it (name, attempt, outcome, deleted), oldest run first.
-func describeTask(task *v1.Task, jobs []jobSeen) string {
-	st := task.Status
-	rec := "none"
-	if cr := st.CurrentRun; cr != nil {
-		rec = fmt.Sprintf("scheduled %s attempt %d job %s outcome %s finished %s retry %s",
-			formatTime(cr.ScheduledTime), cr.Attempt, cr.Job.Name, cr.Outcome, formatTime(cr.FinishTime), formatTime(cr.RetryTime))
-	}
-	return fmt.Sprintf("phase %s, attempts %d, lastError %q, currentRun {%s}; Jobs %s",
-		st.Phase, st.Attempts, st.LastError, rec, describeJobs(jobs))
-}
-
-// describeJobs lists a Task's Jobs as seen (name, attempt, outcome, deleted), oldest run first.
-func describeJobs(jobs []jobSeen) string {
-	var seen []string
-	for _, run := range runsOf(jobs) {
-		for _, j := range run {
-			seen = append(seen, j.String())
-		}
-	}
-	return strings.Join(seen, ", ")
-}
-
-func formatTime(t *metav1.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }
 
 // waitOrStop waits d; false when stop closed or ctx ended first.

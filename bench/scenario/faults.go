@@ -22,8 +22,8 @@ import (
 const leaseName = "task-operator.example.com"
 
 // kill SIGKILLs the single operator s.Reps times at random moments while s.Tasks Tasks are
-// created and run, restarting it each time, then counts duplicate and orphaned Jobs and
-// unfinished Tasks.
+// created and run, restarting it each time, then counts what must never happen
+// (checkInvariants).
 func kill(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	const ns = "bench-kill"
 	if err := e.EnsureNamespace(ctx, ns); err != nil {
@@ -81,11 +81,9 @@ func kill(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	r.Addf("creates retried", "webhooks unavailable while the operator was down", "%d", retries)
 	r.Addf("Tasks", fmt.Sprintf("all terminal %s after the first create", secs(last)), "%d", s.Tasks)
 	r.Addf("scenario wall time", "", "%s", secs(time.Since(began)))
-	c, err := e.Check(ctx, ns)
-	if err != nil {
+	if err := checkInvariants(ctx, e, ns, s.Tasks, r); err != nil {
 		return err
 	}
-	r.consistency(c)
 	return waitErr
 }
 
@@ -159,11 +157,9 @@ func failover(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 		return createErr
 	}
 	waitErr := tr.WaitTerminal(ctx, s.Tasks, timeoutFor(s.Tasks, 3*time.Minute, time.Second))
-	c, err := e.Check(ctx, ns)
-	if err != nil {
+	if err := checkInvariants(ctx, e, ns, s.Tasks, r); err != nil {
 		return err
 	}
-	r.consistency(c)
 	if _, err := e.StartOperator(ctx, "replica-restarted", true); err != nil {
 		return errors.Join(waitErr, err)
 	}

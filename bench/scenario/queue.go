@@ -87,11 +87,9 @@ func queue(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 		return waitErr
 	}
 	r.Addf("ratio", "Jobs' time ÷ Tasks' time (1 = the operator adds nothing)", "%.2f", jobsTook.Seconds()/tasksTook.Seconds())
-	c, err := e.Check(ctx, queueTasksNS)
-	if err != nil {
+	if err := checkInvariants(ctx, e, queueTasksNS, n, r); err != nil {
 		return err
 	}
-	r.consistency(c)
 	// Free the queue's Jobs for the scenarios after.
 	return e.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(queueJobsNS), client.PropagationPolicy(metav1.DeletePropagationBackground))
 }

@@ -1,7 +1,7 @@
 // Package scenario holds the benchmark and fault scenarios. Each takes a running harness.Env,
 // leaves the operator replicas it needs running, and returns a Result: rows for the results
-// table plus violations, counts of things that must never happen (duplicate or orphaned Jobs,
-// unfinished Tasks, failed reads, writes at rest).
+// table plus violations, counts of things that must never happen (those of the invariant checker
+// internal/testenv/invariants, failed reads, writes at rest).
 package scenario
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/internal/testenv/invariants"
 )
 
 // Kind is what a scenario is for.
@@ -220,15 +221,24 @@ func (r *Result) Summary() string {
 	return s
 }
 
-func (r *Result) consistency(c harness.Consistency) {
-	r.Addf("Tasks / Jobs checked", "", "%d / %d", c.Tasks, c.Jobs)
-	r.Violation("duplicate Jobs", c.Duplicates, "a second Job for one attempt, or more Jobs than attempts")
-	r.Violation("orphaned Jobs", c.Orphans, "Jobs whose owner Task does not exist")
-	r.Violation("non-terminal Tasks", c.NonTerminal, "neither Succeeded nor Failed at the end")
-	r.Violation("failed Tasks", c.Failed, "every pod was meant to succeed")
-	for _, ex := range c.Examples {
+// checkInvariants waits until the n Tasks in ns settle, then counts what must never happen with
+// the invariant checker TestChaos uses too: every pod of these Tasks was meant to succeed.
+func checkInvariants(ctx context.Context, e *harness.Env, ns string, n int, r *Result) error {
+	if err := e.Settle(ctx, ns, timeoutFor(n, 30*time.Second, 10*time.Millisecond)); err != nil {
+		return err
+	}
+	rep, err := e.Check(ctx, ns, invariants.Options{})
+	if err != nil {
+		return err
+	}
+	r.Addf("Tasks / Jobs checked", "", "%d / %d", rep.Tasks, rep.Jobs)
+	for _, c := range invariants.Categories {
+		r.Violation(string(c), rep.Counts[c], c.Means())
+	}
+	for _, ex := range rep.Examples {
 		r.Add("example offender", ex, "")
 	}
+	return nil
 }
 
 // runTasks creates n Tasks named prefix-<i> in ns, trying failed creates again, and waits until
