@@ -118,7 +118,7 @@ func waitServed(ctx context.Context, e *harness.Env, t floorTarget) error {
 // status in a Floor, created at v1.
 func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int) (tasks, twins []*unstructured.Unstructured, err error) {
 	for i := range k {
-		task, err := up.Tasks("v1", callsNS).Get(ctx, probeName(histories[0], i), metav1.GetOptions{})
+		task, err := up.Tasks("v1", callsNS).Get(ctx, probeName(i), metav1.GetOptions{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("floor twins: %w", err)
 		}
