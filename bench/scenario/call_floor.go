@@ -45,7 +45,7 @@ type floorTarget struct {
 // then over HTTP/2 (a second server), which the apiserver uses at a loopback URL if offered.
 func probeCallFloor(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, k, reads int, r *Result) (err error) {
 	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
-	if err := f.install(ctx, "v1", f.renameOnly()); err != nil {
+	if err := f.install(ctx, "v1", f.renameOnly(), taskSchemas); err != nil {
 		return err
 	}
 	tasks, twins, err := f.twins(ctx, up, k)

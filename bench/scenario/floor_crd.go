@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -122,16 +123,31 @@ func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int) (tasks, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("floor twins: %w", err)
 		}
-		twin := floorObject("v1", callsNS, task.GetName())
-		twin.SetLabels(task.GetLabels())
-		twin.Object["spec"], twin.Object["status"] = task.Object["spec"], task.Object["status"]
-		created, err := f.in("v1")(callsNS).Create(ctx, twin, metav1.CreateOptions{})
+		created, err := f.twin(ctx, task)
 		if err != nil {
 			return nil, nil, fmt.Errorf("floor twins: %w", err)
 		}
 		tasks, twins = append(tasks, task), append(twins, created)
 	}
 	return tasks, twins, nil
+}
+
+// twin creates task's Floor as the Task was made: created with its labels and spec by one
+// manager, then given its status by another, so that the twin carries as many managedFields
+// entries, and as many bytes, as the Task the apiserver sends to /convert.
+func (f *floors) twin(ctx context.Context, task *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	twin := floorObject("v1", callsNS, task.GetName())
+	twin.SetLabels(task.GetLabels())
+	twin.Object["spec"] = task.Object["spec"]
+	floors := f.in("v1")(callsNS)
+	if _, err := floors.Create(ctx, twin, metav1.CreateOptions{FieldManager: "bench"}); err != nil {
+		return nil, err
+	}
+	status, err := json.Marshal(map[string]any{"status": task.Object["status"]})
+	if err != nil {
+		return nil, err
+	}
+	return floors.Patch(ctx, task.GetName(), types.MergePatchType, status, metav1.PatchOptions{FieldManager: "bench-status"})
 }
 
 func floorObject(version, ns, name string) *unstructured.Unstructured {
@@ -142,16 +158,22 @@ func floorObject(version, ns, name string) *unstructured.Unstructured {
 }
 
 // install replaces any Floor CRD with one stored at storage and converted by conv, and waits
-// until it serves its storage version.
-func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomResourceConversion) error {
+// until it serves its storage version. With the Task's schemas the apiserver does for a Floor
+// what it does for a Task around each conversion call (pruning and defaulting the answer):
+// the floor probe's twins need that to be a fair floor. The rewrite ceiling's Floors cannot
+// have them: a rename-only "conversion" of a v1alpha1 body is not a valid v1 Task.
+func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomResourceConversion, schema floorSchema) error {
 	if err := f.uninstall(ctx); err != nil {
 		return err
 	}
-	anything := &apix.CustomResourceValidation{OpenAPIV3Schema: &apix.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}}
+	schemas, err := f.schemas(ctx, schema)
+	if err != nil {
+		return err
+	}
 	var versions []apix.CustomResourceDefinitionVersion
 	// The same served versions as Task, so the apiserver keeps the same watch caches.
 	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
-		versions = append(versions, apix.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage, Schema: anything})
+		versions = append(versions, apix.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage, Schema: schemas[v]})
 	}
 	crd := &apix.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: floorCRDName},
@@ -170,6 +192,39 @@ func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomR
 		_, err := f.in(storage)(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, err
 	})
+}
+
+// floorSchema says which schemas a Floor CRD's versions have.
+type floorSchema bool
+
+const (
+	anyFields   floorSchema = false // keeps any field, checks none
+	taskSchemas floorSchema = true  // the installed Task CRD's, version by version
+)
+
+// schemas returns each served version's schema for a Floor CRD.
+func (f *floors) schemas(ctx context.Context, schema floorSchema) (map[string]*apix.CustomResourceValidation, error) {
+	out := map[string]*apix.CustomResourceValidation{}
+	if schema == anyFields {
+		anything := &apix.CustomResourceValidation{OpenAPIV3Schema: &apix.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}}
+		for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+			out[v] = anything
+		}
+		return out, nil
+	}
+	task, err := f.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the Task CRD's schemas for the floor CRD: %w", err)
+	}
+	for _, v := range task.Spec.Versions {
+		out[v.Name] = v.Schema
+	}
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+		if out[v] == nil {
+			return nil, fmt.Errorf("the Task CRD has no schema for %s", v)
+		}
+	}
+	return out, nil
 }
 
 // uninstall deletes the Floor CRD, and so every Floor, and waits until it is gone.

@@ -48,7 +48,7 @@ func rewriteCeilings(ctx context.Context, e *harness.Env, f *floors, n int, rate
 // rewrite stores n Floors at v1alpha1 under conv (called name), moves the storage version to v1 and times the
 // bare client's rewrite; it returns the time and the conversion calls per object.
 func (f *floors) rewrite(ctx context.Context, e *harness.Env, name string, conv *apix.CustomResourceConversion, n int, r *Result) (time.Duration, float64, error) {
-	if err := f.install(ctx, "v1alpha1", conv); err != nil {
+	if err := f.install(ctx, "v1alpha1", conv, anyFields); err != nil {
 		return 0, 0, err
 	}
 	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
