@@ -285,18 +285,18 @@ func (o *reviewResponder) writeHead(rv reviewHeader) {
 // convert converts one object of the review and writes it.
 func (o *reviewResponder) convert(rv reviewHeader, raw json.RawMessage) error {
 	began := time.Now()
-	obj, err := conversion.DecodeForConvert(raw)
+	decoded, err := conversion.DecodeForConvert(raw)
 	from := "unknown"
 	if err == nil {
-		apiVersion, _ := obj["apiVersion"].(string)
-		from = metricVersion(conversion.ServedVersionOf(apiVersion))
+		from = metricVersion(conversion.ServedVersionOf(decoded.APIVersion()))
 	}
 	to := metricVersion(rv.version)
+	var obj map[string]any
 	if err == nil {
 		if rv.version == "" {
 			err = fmt.Errorf("desiredAPIVersion %q is not a served version of Task", rv.desired)
 		} else {
-			obj, err = conversion.Convert(obj, rv.version)
+			obj, err = decoded.Convert(rv.version)
 		}
 	}
 	convertObjectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
