@@ -45,6 +45,13 @@ func DecodeForConvert(data []byte) (Decoded, error) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		return Decoded{}, err
 	}
+	return DecodeFields(top)
+}
+
+// DecodeFields is DecodeForConvert of an object already split into its top-level fields, as a
+// stream's json.Decoder splits it while it reads the object: that spares encoding/json two
+// more passes over every byte of it (validating the object whole, then splitting it).
+func DecodeFields(top map[string]json.RawMessage) (Decoded, error) {
 	obj := make(map[string]any, len(top))
 	for key, raw := range top {
 		var err error

@@ -194,6 +194,23 @@ func TestConvertHandlerAcceptsObjectsBeforeTheUID(t *testing.T) {
 	}
 }
 
+// TestConvertHandlerFailsAnObjectThatIsNoObject: an entry of objects that is JSON but no
+// object fails the conversion with the decoder's message (the review itself was read whole),
+// as DecodeForConvert words it for the same bytes.
+func TestConvertHandlerFailsAnObjectThatIsNoObject(t *testing.T) {
+	_, want := conversion.DecodeForConvert([]byte(`[1]`))
+	if want == nil {
+		t.Fatal("DecodeForConvert accepted a list")
+	}
+	for _, objects := range []string{`[[1]]`, `[{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"a"},"spec":{"type":"shell","shell":"x"}},[1]]`} {
+		body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":` + objects + `}}`
+		review := postReview(t, body)
+		if review.Response.UID != "u" || review.Response.Result.Status != "Failure" || review.Response.Result.Message != want.Error() {
+			t.Errorf("objects %s: uid %q, result %+v; want a Failure with %q", objects, review.Response.UID, review.Response.Result, want)
+		}
+	}
+}
+
 // TestConvertHandlerRefusesNullMetadata: metadata that is null is no object, for the handler
 // that keeps managedFields raw as for conversion.Convert ("metadata is not an object"), rather
 // than an empty metadata the apiserver would get back.
