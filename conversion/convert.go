@@ -82,11 +82,10 @@ func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
 // preserve returns what the spoke loses of the hub body raw: the merge patch from the spoke's
 // defaulted up-conversion to raw (empty when nothing is lost), with the fingerprints that tell
 // later whether the spoke was edited.
+//
+// The owners' values are read off the baseline: no default sets one (TestOwnersAreNeverDefaulted),
+// so they are the pure body's, without encoding that body too.
 func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, error) {
-	pureBody, err := toBody(pure)
-	if err != nil {
-		return nil, err
-	}
 	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
 	if err != nil {
 		return nil, err
@@ -95,7 +94,7 @@ func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, err
 		Format:            preservedFormat,
 		SpecFingerprint:   fingerprint(spokeBody["spec"]),
 		StatusFingerprint: fingerprint(spokeBody["status"]),
-		Owners:            s.rules.ownerPrints(pureBody),
+		Owners:            s.rules.ownerPrints(baseline),
 		Patch:             diff(baseline, raw),
 	}, nil
 }

@@ -127,3 +127,34 @@ func TestHubPathsKnowEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnersAreNeverDefaulted: no default sets the value of an owner (spokeRules.owners), so
+// preserve may read the owners' values off the defaulted baseline instead of the pure body. The
+// Tasks are random hubs as each spoke reads them, and the same with every optional part cleared.
+func TestOwnersAreNeverDefaulted(t *testing.T) {
+	f := fuzzer.New(3)
+	for _, version := range []string{v1alpha1.GroupVersion.Version, v1beta1.GroupVersion.Version} {
+		s := spokes[version]
+		for i := range roundTrips {
+			hub := &taskv1.Task{}
+			if i > 0 {
+				f.Fill(hub)
+			}
+			_, pure, err := s.down(hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pureBody, err := toBody(pure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s.rules.ownerPrints(pureBody), s.rules.ownerPrints(baseline)); diff != "" {
+				t.Fatalf("%s, Task %d: a default sets an owner's value (-pure +defaulted):\n%s", version, i, diff)
+			}
+		}
+	}
+}
