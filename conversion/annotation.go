@@ -148,18 +148,24 @@ func decodePreserved(value string) (p *preserved, ok bool, err error) {
 	if n := countJSONValues(raw); n > maxPreservedValues {
 		return fail(fmt.Errorf("holds %d JSON values, more than the %d any valid Task needs", n, maxPreservedValues))
 	}
-	var probe struct {
-		Format *int `json:"v"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return fail(fmt.Errorf("not a JSON object: %w", err))
-	}
-	if probe.Format == nil || *probe.Format != preservedFormat {
+	p, decided := decodeOnce(raw)
+	switch {
+	case decided && p.Format != preservedFormat:
 		return nil, false, nil
-	}
-	p = &preserved{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
-		return fail(err)
+	case !decided:
+		var probe struct {
+			Format *int `json:"v"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return fail(fmt.Errorf("not a JSON object: %w", err))
+		}
+		if probe.Format == nil || *probe.Format != preservedFormat {
+			return nil, false, nil
+		}
+		p = &preserved{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
+			return fail(err)
+		}
 	}
 	for key := range p.Patch {
 		if key != "spec" && key != "status" {
@@ -167,6 +173,25 @@ func decodePreserved(value string) (p *preserved, ok bool, err error) {
 		}
 	}
 	return p, true, nil
+}
+
+// decodeOnce decodes raw in one pass, without the probe of its layout, when that is sure to
+// agree with the probe and the decoding after it. decided is false when raw does not decode so
+// (the probe then words the error), or when raw may hold a key that encoding/json's
+// case-insensitive probe reads as "v" and this case-sensitive decoding does not ("V", or either
+// spelled as a \u escape). A Format other than preservedFormat, 0 for none, is another layout,
+// as a probe without "v" finds.
+func decodeOnce(raw []byte) (p *preserved, decided bool) {
+	for _, other := range []string{`"V"`, `\u0056`, `\u0076`} {
+		if bytes.Contains(raw, []byte(other)) {
+			return nil, false
+		}
+	}
+	p = &preserved{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
+		return nil, false
+	}
+	return p, true
 }
 
 // fingerprint identifies a decoded JSON value: the first 16 hex digits of the SHA-256 of its

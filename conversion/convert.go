@@ -15,6 +15,11 @@ import (
 // zero values stay). Spoke to hub: the spoke's fields, defaults, and the hidden fields from the
 // annotation (see restore).
 func Convert(obj map[string]any, version string) (map[string]any, error) {
+	return convert(obj, nil, version)
+}
+
+// convert is Convert with sent, obj's spec and status as sent (decodeTyped), or nil.
+func convert(obj map[string]any, sent []byte, version string) (map[string]any, error) {
 	from, err := versionOf(obj)
 	if err != nil {
 		return nil, err
@@ -23,9 +28,10 @@ func Convert(obj map[string]any, version string) (map[string]any, error) {
 		return obj, nil
 	}
 	if from != hubVersion {
-		if obj, err = spokes[from].toHub(obj); err != nil {
+		if obj, err = spokes[from].toHub(obj, sent); err != nil {
 			return nil, err
 		}
+		sent = nil // the hub object is not what was sent
 	}
 	if version == hubVersion {
 		return obj, nil
@@ -34,12 +40,12 @@ func Convert(obj map[string]any, version string) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("cannot convert to %s: the served versions are %v", version, ServedVersions())
 	}
-	return to.fromHub(obj)
+	return to.fromHub(obj, sent)
 }
 
-// fromHub converts a hub object to the spoke.
-func (s spoke) fromHub(obj map[string]any) (map[string]any, error) {
-	spokeBody, p, err := s.read(obj)
+// fromHub converts a hub object to the spoke; sent is its body as sent, or nil.
+func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) {
+	spokeBody, p, err := s.read(obj, sent)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +63,12 @@ func (s spoke) fromHub(obj map[string]any) (map[string]any, error) {
 	return assemble(s.version, meta, spokeBody), nil
 }
 
-// read maps a hub object to the spoke's body and what that body does not express.
-func (s spoke) read(obj map[string]any) (body, *preserved, error) {
+// read maps a hub object to the spoke's body and what that body does not express; sent is its
+// body as sent, or nil.
+func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
 	raw := bodyOf(obj)
 	hub := &taskv1.Task{}
-	if err := fromBody(raw, hub); err != nil {
+	if err := decodeTyped(raw, sent, hub); err != nil {
 		return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
 	}
 	spokeBody, pure, err := s.down(hub)
@@ -75,11 +82,10 @@ func (s spoke) read(obj map[string]any) (body, *preserved, error) {
 // preserve returns what the spoke loses of the hub body raw: the merge patch from the spoke's
 // defaulted up-conversion to raw (empty when nothing is lost), with the fingerprints that tell
 // later whether the spoke was edited.
+//
+// The owners' values are read off the baseline: no default sets one (TestOwnersAreNeverDefaulted),
+// so they are the pure body's, without encoding that body too.
 func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, error) {
-	pureBody, err := toBody(pure)
-	if err != nil {
-		return nil, err
-	}
 	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
 	if err != nil {
 		return nil, err
@@ -88,14 +94,14 @@ func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, err
 		Format:            preservedFormat,
 		SpecFingerprint:   fingerprint(spokeBody["spec"]),
 		StatusFingerprint: fingerprint(spokeBody["status"]),
-		Owners:            s.rules.ownerPrints(pureBody),
+		Owners:            s.rules.ownerPrints(baseline),
 		Patch:             diff(baseline, raw),
 	}, nil
 }
 
-// toHub converts a spoke object to the hub.
-func (s spoke) toHub(obj map[string]any) (map[string]any, error) {
-	pure, canonical, err := s.up(bodyOf(obj))
+// toHub converts a spoke object to the hub; sent is its body as sent, or nil.
+func (s spoke) toHub(obj map[string]any, sent []byte) (map[string]any, error) {
+	pure, canonical, err := s.up(bodyOf(obj), sent)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
 	}

@@ -93,7 +93,7 @@ func decideHidden(w Write) (body, error) {
 	if w.Create {
 		return defaultedBody(pure, taskv1.SetDefaults)
 	}
-	_, old, err := s.read(w.OldObject)
+	_, old, err := s.read(w.OldObject, nil)
 	if err != nil {
 		return nil, err
 	}

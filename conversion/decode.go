@@ -18,14 +18,40 @@ func decodeJSON(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
+// A Decoded Task is one decoded by DecodeForConvert, ready to Convert.
+type Decoded struct {
+	obj map[string]any
+	// sent is the object's spec and status as sent, {"spec":...,"status":...}: a conversion
+	// decodes them into the typed object of their version from it (decodeTyped).
+	sent []byte
+}
+
+// APIVersion is the apiVersion the object was sent with; "" when it has none or not a string.
+func (d Decoded) APIVersion() string {
+	v, _ := d.obj["apiVersion"].(string)
+	return v
+}
+
+// Convert converts the object to version, as Convert does; d must not be converted twice.
+func (d Decoded) Convert(version string) (map[string]any, error) {
+	return convert(d.obj, d.sent, version)
+}
+
 // DecodeForConvert decodes a Task only to Convert it (the /convert webhook's objects):
 // metadata.managedFields, often the larger half of an object and the same at every version,
 // stays raw JSON and is written back as it came, never decoded into maps nor encoded from them.
-func DecodeForConvert(data []byte) (map[string]any, error) {
+func DecodeForConvert(data []byte) (Decoded, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, err
+		return Decoded{}, err
 	}
+	return DecodeFields(top)
+}
+
+// DecodeFields is DecodeForConvert of an object already split into its top-level fields, as a
+// stream's json.Decoder splits it while it reads the object: that spares encoding/json two
+// more passes over every byte of it (validating the object whole, then splitting it).
+func DecodeFields(top map[string]json.RawMessage) (Decoded, error) {
 	obj := make(map[string]any, len(top))
 	for key, raw := range top {
 		var err error
@@ -35,10 +61,31 @@ func DecodeForConvert(data []byte) (map[string]any, error) {
 			obj[key], err = decodeValue(raw)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+			return Decoded{}, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	return obj, nil
+	return Decoded{obj: obj, sent: sentBody(top)}, nil
+}
+
+// sentBody is the JSON object of spec and status as sent (an absent one stays absent): raw
+// values joined, not encoded.
+func sentBody(top map[string]json.RawMessage) []byte {
+	b := make([]byte, 0, len(top["spec"])+len(top["status"])+len(`{"spec":,"status":}`))
+	b = append(b, '{')
+	for _, key := range []string{"spec", "status"} {
+		raw, ok := top[key]
+		if !ok {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		b = append(b, raw...)
+	}
+	return append(b, '}')
 }
 
 // decodeMetadata decodes metadata but for managedFields; metadata that is not an object is

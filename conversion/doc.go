@@ -11,5 +11,6 @@
 //     stored object; CheckReadable (readable.go) refuses what an old version could not read back.
 //   - FieldMaps (fieldmap.go): the field paths of each spoke at v1, for managedFields (migrate).
 //   - ServedVersions and ServedVersionOf (versions.go); DecodeForConvert (decode.go) decodes a
-//     review's objects keeping metadata.managedFields raw.
+//     review's objects keeping metadata.managedFields raw, and their spec and status as sent for
+//     the typed decoding a conversion starts with.
 package conversion

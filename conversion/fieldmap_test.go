@@ -159,7 +159,7 @@ func TestFieldMapMap(t *testing.T) {
 
 func upBody(t *testing.T, s spoke, b body) body {
 	t.Helper()
-	pure, _, err := s.up(b)
+	pure, _, err := s.up(b, nil)
 	if err != nil {
 		t.Fatalf("%s up: %v", s.version, err)
 	}

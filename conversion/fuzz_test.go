@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -27,6 +28,7 @@ func FuzzConvert(f *testing.F) {
 		obj["apiVersion"] = taskGroupPrefix + version
 		for _, to := range versions {
 			out, err := Convert(deepCopy(obj).(map[string]any), to)
+			requireSameFromSent(t, obj, to, out, err)
 			if err != nil || version != hubVersion || to == hubVersion {
 				continue
 			}
@@ -37,4 +39,31 @@ func FuzzConvert(f *testing.F) {
 			requireSameBody(t, "round trip through "+to, obj, back)
 		}
 	})
+}
+
+// requireSameFromSent fails unless obj, sent as JSON and converted to version the way the
+// webhook does (DecodeForConvert, whose typed decoding reads the body as sent), gives what
+// Convert gave for it: out, or an error with the same message.
+func requireSameFromSent(t *testing.T, obj map[string]any, version string, out map[string]any, err error) {
+	t.Helper()
+	sent, mErr := json.Marshal(obj)
+	if mErr != nil {
+		t.Fatal(mErr)
+	}
+	d, dErr := DecodeForConvert(sent)
+	if dErr != nil {
+		t.Fatalf("DecodeForConvert of what Convert read: %v", dErr)
+	}
+	got, gotErr := d.Convert(version)
+	if (err == nil) != (gotErr == nil) || (err != nil && err.Error() != gotErr.Error()) {
+		t.Fatalf("to %s: Convert gave error %v, the webhook's way %v", version, err, gotErr)
+	}
+	if err != nil {
+		return
+	}
+	want, _ := json.Marshal(out)
+	have, _ := json.Marshal(got)
+	if !bytes.Equal(want, have) {
+		t.Fatalf("to %s: Convert gave\n%s\nthe webhook's way\n%s", version, want, have)
+	}
 }

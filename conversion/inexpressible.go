@@ -24,7 +24,7 @@ func Inexpressible(hub map[string]any, version string) ([]string, error) {
 	} else if from != hubVersion {
 		return nil, fmt.Errorf("%s: Inexpressible reads a v1 object, not %s", nameOf(hub), from)
 	}
-	_, p, err := s.read(hub)
+	_, p, err := s.read(hub, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func CheckReadable(obj map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	for _, version := range []string{v1alpha1Spoke.version, v1beta1Spoke.version} {
 		s := spokes[version]
-		_, p, err := s.read(obj)
+		_, p, err := s.read(obj, nil)
 		if err != nil {
 			return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
 		}

@@ -15,11 +15,11 @@ import (
 // A part that was edited keeps the edit and regains only the hidden fields the edit could not
 // have meant to change (restoreHidden); the rest takes defaults.
 func (s spoke) restore(pure *taskv1.Task, canonical body, p *preserved) (body, error) {
-	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
+	// The baseline is encoded afresh and used for nothing else: the patch applies to it in place.
+	exact, err := defaultedBody(pure, taskv1.SetFieldDefaults)
 	if err != nil {
 		return nil, err
 	}
-	exact := deepCopy(baseline).(body)
 	apply(exact, p.Patch)
 
 	// Most spoke objects come straight from a down-conversion, unedited: the edited body is

@@ -127,3 +127,38 @@ func TestHubPathsKnowEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnersAreNeverDefaulted: no default sets the value of an owner (spokeRules.owners), so
+// preserve may read the owners' values off the defaulted baseline instead of the pure body. The
+// Tasks are random hubs as each spoke reads them, every other one with its owners' values unset
+// (the values a default could fill).
+func TestOwnersAreNeverDefaulted(t *testing.T) {
+	f := fuzzer.New(3)
+	for _, version := range []string{v1alpha1.GroupVersion.Version, v1beta1.GroupVersion.Version} {
+		s := spokes[version]
+		for i := range roundTrips {
+			hub := &taskv1.Task{}
+			f.Fill(hub)
+			if i%2 == 1 {
+				hub.Spec.Runner.Type = taskv1.RunnerHTTP
+				hub.Spec.Runner.HTTP = &taskv1.HTTPRunner{}
+				hub.Status.LastJob = &taskv1.JobReference{}
+			}
+			_, pure, err := s.down(hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pureBody, err := toBody(pure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s.rules.ownerPrints(pureBody), s.rules.ownerPrints(baseline)); diff != "" {
+				t.Fatalf("%s, Task %d: a default sets an owner's value (-pure +defaulted):\n%s", version, i, diff)
+			}
+		}
+	}
+}

@@ -16,8 +16,9 @@ type spoke struct {
 	// (pure: no hidden fields, no defaults).
 	down func(hub *taskv1.Task) (spokeBody body, pure *taskv1.Task, err error)
 	// up reads a spoke body and maps it to the hub as the spoke says it; canonical is the body
-	// re-encoded from its typed form, the form down produces.
-	up    func(b body) (pure *taskv1.Task, canonical body, err error)
+	// re-encoded from its typed form, the form down produces. sent is b's JSON as sent, or nil
+	// (decodeTyped).
+	up    func(b body, sent []byte) (pure *taskv1.Task, canonical body, err error)
 	rules spokeRules
 }
 
@@ -65,9 +66,9 @@ func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P
 			down(hub, s)
 			return toHub(s)
 		},
-		up: func(b body) (*taskv1.Task, body, error) {
+		up: func(b body, sent []byte) (*taskv1.Task, body, error) {
 			s := P(new(T))
-			if err := fromBody(b, s); err != nil {
+			if err := decodeTyped(b, sent, s); err != nil {
 				return nil, nil, fmt.Errorf("decode %s Task: %w", version, err)
 			}
 			canonical, pure, err := toHub(s)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -25,65 +24,12 @@ const maxObjectBytes = 4 << 20
 // apiserver sends those first): they must be kept until both are known.
 const maxPendingBytes = 2 * maxObjectBytes
 
-// errValueTooLarge is what reading a value of more than maxObjectBytes returns.
-var errValueTooLarge = fmt.Errorf("a JSON value of more than %d bytes", maxObjectBytes)
-
-// valueBudget is a reader that lets one value of the review be read at a time: reset before each,
-// it fails once maxObjectBytes (and a read's slack) have been read since, so that json.Decoder,
-// which buffers a whole value before it returns it, cannot be made to buffer more.
-type valueBudget struct {
-	r    io.Reader
-	left int
-}
-
-func (b *valueBudget) reset() { b.left = maxObjectBytes + 64<<10 }
-
-func (b *valueBudget) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errValueTooLarge
-	}
-	if len(p) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= n
-	return n, err
-}
-
-// reviewDecoder reads a review a value at a time, each within the budget.
-type reviewDecoder struct {
-	dec         *json.Decoder
-	valueBudget *valueBudget
-}
-
 // Buffers are reused across requests: at 64 KiB each, allocating two per call cost more than
 // converting the object most calls carry.
 var (
 	reviewReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 	reviewWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 )
-
-func newReviewDecoder(r *bufio.Reader) reviewDecoder {
-	b := &valueBudget{r: r}
-	b.reset()
-	return reviewDecoder{dec: json.NewDecoder(b), valueBudget: b}
-}
-
-// decode decodes the next value into v.
-func (d reviewDecoder) decode(v any) error {
-	d.valueBudget.reset()
-	return d.dec.Decode(v)
-}
-
-func (d reviewDecoder) token() (json.Token, error) {
-	d.valueBudget.reset()
-	return d.dec.Token()
-}
-
-func (d reviewDecoder) more() bool {
-	d.valueBudget.reset()
-	return d.dec.More()
-}
 
 // NewConvertHandler serves /convert: the CRD's conversion webhook (conversion.Convert). It streams the review: objects are
 // read, converted and written one at a time, so a LIST page of any size costs the memory of one
@@ -137,7 +83,7 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 	if err := expectDelim(dec, '{'); err != nil {
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
-	var pending []json.RawMessage // objects that came before the uid and desired version
+	var pending []sentObject // objects that came before the uid and desired version
 	for dec.more() {
 		key, err := nextKey(dec)
 		if err != nil {
@@ -149,7 +95,7 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 		case "kind":
 			err = dec.decode(&rv.kind)
 		case "request":
-			var more []json.RawMessage
+			var more []sentObject
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
 			pending = append(pending, more...)
 		default:
@@ -166,8 +112,8 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 	if rv.uid == "" && rv.desired == "" {
 		return rv, errors.New("malformed ConversionReview: no request")
 	}
-	for _, raw := range pending {
-		if err := out.convert(rv, raw); err != nil {
+	for _, o := range pending {
+		if err := out.convert(rv, o); err != nil {
 			return rv, err
 		}
 	}
@@ -177,11 +123,11 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 // serveRequest reads the request object; objects are converted as they arrive once the uid
 // and the desired version are known (the apiserver sends them first), and kept until then
 // otherwise.
-func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]json.RawMessage, error) {
+func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
-	var pending []json.RawMessage
+	var pending []sentObject
 	for dec.more() {
 		key, err := nextKey(dec)
 		if err != nil {
@@ -195,7 +141,7 @@ func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 				rv.version = conversion.ServedVersionOf(rv.desired)
 			}
 		case "objects":
-			var more []json.RawMessage
+			var more []sentObject
 			more, err = serveObjects(dec, rv, out, pendingBefore+pendingSize(pending))
 			pending = append(pending, more...)
 		default:
@@ -214,38 +160,38 @@ func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 }
 
 // pendingSize is the bytes of the objects kept until the uid and desired version are known.
-func pendingSize(pending []json.RawMessage) int {
+func pendingSize(pending []sentObject) int {
 	n := 0
-	for _, raw := range pending {
-		n += len(raw)
+	for _, o := range pending {
+		n += o.size
 	}
 	return n
 }
 
 // serveObjects converts the objects as they arrive, or returns them when they came before the
 // uid or the desired version.
-func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]json.RawMessage, error) {
+func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
 	if err := expectDelim(dec, '['); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
 	}
-	var pending []json.RawMessage
+	var pending []sentObject
 	pendingBytes := pendingBefore
 	for i := 0; dec.more(); i++ {
-		var raw json.RawMessage
-		if err := dec.decode(&raw); err != nil {
+		o, err := readObject(dec)
+		if err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview object %d: %w", i, err)
 		}
-		if len(raw) > maxObjectBytes {
-			return nil, fmt.Errorf("object %d is %d bytes, over the %d a Task can have", i, len(raw), maxObjectBytes)
+		if o.size > maxObjectBytes {
+			return nil, fmt.Errorf("object %d is %d bytes, over the %d a Task can have", i, o.size, maxObjectBytes)
 		}
 		if rv.uid == "" || rv.desired == "" {
-			if pendingBytes += len(raw); pendingBytes > maxPendingBytes {
+			if pendingBytes += o.size; pendingBytes > maxPendingBytes {
 				return nil, fmt.Errorf("malformed ConversionReview: more than %d bytes of objects before the uid and desiredAPIVersion", maxPendingBytes)
 			}
-			pending = append(pending, raw)
+			pending = append(pending, o)
 			continue
 		}
-		if err := out.convert(*rv, raw); err != nil {
+		if err := out.convert(*rv, o); err != nil {
 			return nil, err
 		}
 	}
@@ -283,20 +229,24 @@ func (o *reviewResponder) writeHead(rv reviewHeader) {
 }
 
 // convert converts one object of the review and writes it.
-func (o *reviewResponder) convert(rv reviewHeader, raw json.RawMessage) error {
+func (o *reviewResponder) convert(rv reviewHeader, sent sentObject) error {
 	began := time.Now()
-	obj, err := conversion.DecodeForConvert(raw)
+	var decoded conversion.Decoded
+	err := sent.err
+	if err == nil {
+		decoded, err = conversion.DecodeFields(sent.fields)
+	}
 	from := "unknown"
 	if err == nil {
-		apiVersion, _ := obj["apiVersion"].(string)
-		from = metricVersion(conversion.ServedVersionOf(apiVersion))
+		from = metricVersion(conversion.ServedVersionOf(decoded.APIVersion()))
 	}
 	to := metricVersion(rv.version)
+	var obj map[string]any
 	if err == nil {
 		if rv.version == "" {
 			err = fmt.Errorf("desiredAPIVersion %q is not a served version of Task", rv.desired)
 		} else {
-			obj, err = conversion.Convert(obj, rv.version)
+			obj, err = decoded.Convert(rv.version)
 		}
 	}
 	convertObjectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
@@ -346,29 +296,4 @@ func reviewAPIVersion(rv reviewHeader) string {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// expectDelim reads the next token and fails unless it is the delimiter want.
-func expectDelim(dec reviewDecoder, want json.Delim) error {
-	tok, err := dec.token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, found %v", want, tok)
-	}
-	return nil
-}
-
-// nextKey reads the next token as an object key.
-func nextKey(dec reviewDecoder) (string, error) {
-	tok, err := dec.token()
-	if err != nil {
-		return "", err
-	}
-	key, ok := tok.(string)
-	if !ok {
-		return "", fmt.Errorf("want an object key, found %v", tok)
-	}
-	return key, nil
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	taskv1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/conversion"
 	"example.com/task-operator/internal/sample"
 )
@@ -194,6 +193,23 @@ func TestConvertHandlerAcceptsObjectsBeforeTheUID(t *testing.T) {
 	}
 }
 
+// TestConvertHandlerFailsAnObjectThatIsNoObject: an entry of objects that is JSON but no
+// object fails the conversion with the decoder's message (the review itself was read whole),
+// as DecodeForConvert words it for the same bytes.
+func TestConvertHandlerFailsAnObjectThatIsNoObject(t *testing.T) {
+	_, want := conversion.DecodeForConvert([]byte(`[1]`))
+	if want == nil {
+		t.Fatal("DecodeForConvert accepted a list")
+	}
+	for _, objects := range []string{`[[1]]`, `[{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"a"},"spec":{"type":"shell","shell":"x"}},[1]]`} {
+		body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":` + objects + `}}`
+		review := postReview(t, body)
+		if review.Response.UID != "u" || review.Response.Result.Status != "Failure" || review.Response.Result.Message != want.Error() {
+			t.Errorf("objects %s: uid %q, result %+v; want a Failure with %q", objects, review.Response.UID, review.Response.Result, want)
+		}
+	}
+}
+
 // TestConvertHandlerRefusesNullMetadata: metadata that is null is no object, for the handler
 // that keeps managedFields raw as for conversion.Convert ("metadata is not an object"), rather
 // than an empty metadata the apiserver would get back.
@@ -337,49 +353,4 @@ func FuzzConversionReview(f *testing.F) {
 			t.Fatalf("not a ConversionReview (%v): %s", err, rec.Body)
 		}
 	})
-}
-
-// withManagedFields gives obj the managedFields a Task written at v1alpha1 by a user and given
-// a status by the previous release's operator carries: the apiserver sends them on every call.
-func withManagedFields(t testing.TB, obj map[string]any) map[string]any {
-	obj = reencode(t, obj)
-	meta := obj["metadata"].(map[string]any)
-	meta["managedFields"] = []any{
-		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-30T10:00:00Z",
-			"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{}}, "f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
-				"f:spec": map[string]any{".": map[string]any{}, "f:maxRetry": map[string]any{}, "f:replicas": map[string]any{}, "f:shell": map[string]any{}, "f:type": map[string]any{}}}},
-		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "task-operator", "operation": "Update", "subresource": "status", "time": "2026-11-30T10:00:05Z",
-			"fieldsV1": map[string]any{"f:status": map[string]any{".": map[string]any{}, "f:lastJobName": map[string]any{}, "f:lastUpdateTime": map[string]any{}, "f:retryCount": map[string]any{}, "f:state": map[string]any{}}}},
-	}
-	meta["labels"] = map[string]any{"app": "nightly"}
-	meta["creationTimestamp"] = "2026-11-30T10:00:00Z"
-	return obj
-}
-
-// BenchmarkConvertHandler serves a ConversionReview of one object, as the apiserver sends most
-// of them (a write, a watch event), through the whole /convert handler: decode, convert, encode.
-func BenchmarkConvertHandler(b *testing.B) {
-	hub := withManagedFields(b, hubObject(b, sample.RichTask("echo step")))
-	spoke := mustConvert(b, hub, v1alpha1.GroupVersion.Version)
-	for _, tc := range []struct {
-		name    string
-		obj     map[string]any
-		desired string
-	}{
-		{"v1-to-v1alpha1", hub, v1alpha1.GroupVersion.String()},
-		{"v1alpha1-to-v1", spoke, taskv1.GroupVersion.String()},
-	} {
-		body := reviewOf(b, "uid-1", tc.desired, tc.obj)
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			h := NewConvertHandler()
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
-				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"status":"Success"`) {
-					b.Fatalf("failed: %s", rec.Body)
-				}
-			}
-		})
-	}
 }

@@ -21,6 +21,7 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/webhook"
 )
 
 // The floor probe asks how much of a conversion call, as the apiserver times it, any webhook
@@ -57,7 +58,7 @@ func probeCallFloor(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 		return err
 	}
 	defer func() { err = errors.Join(err, h2.Close()) }()
-	h2Rename := h2.Handle(floorPath, http.HandlerFunc(renameOnly))
+	h2Rename := h2.Handle(floorPath, http.HandlerFunc(webhook.RenameOnly))
 	// Whatever happens, Tasks must be converted by up's server again for what follows.
 	defer func() {
 		err = errors.Join(err, f.point(context.WithoutCancel(ctx), taskv1.CRDName, up.Conversion().URL, up.Conversion().CABundle))

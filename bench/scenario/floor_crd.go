@@ -3,7 +3,6 @@ package scenario
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -23,6 +21,7 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/webhook"
 )
 
 // The twin CRD of the floor probe (call_floor.go) and its rename-only conversion webhook.
@@ -59,7 +58,7 @@ func newFloors(e *harness.Env, up *testenv.Upgrade) (*floors, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := up.Conversion().Handle(floorPath, http.HandlerFunc(renameOnly))
+	url := up.Conversion().Handle(floorPath, http.HandlerFunc(webhook.RenameOnly))
 	return &floors{crds: crds.CustomResourceDefinitions(), dyn: dyn, url: url, ca: up.Conversion().CABundle}, nil
 }
 
@@ -236,37 +235,4 @@ func (f *floors) uninstall(ctx context.Context) error {
 		_, err := f.crds.Get(ctx, floorCRDName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
-}
-
-// renameOnly answers a ConversionReview by changing each object's apiVersion and nothing else:
-// the least a conversion webhook can do.
-func renameOnly(w http.ResponseWriter, req *http.Request) {
-	var review apix.ConversionReview
-	if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("not a ConversionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	version, err := json.Marshal(review.Request.DesiredAPIVersion)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	resp := &apix.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	for i, raw := range review.Request.Objects {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
-			http.Error(w, fmt.Sprintf("request.objects[%d]: %v", i, err), http.StatusBadRequest)
-			return
-		}
-		obj["apiVersion"] = version
-		out, err := json.Marshal(obj)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
-	}
-	review.Request, review.Response = nil, resp
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&review)
 }

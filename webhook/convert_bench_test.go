@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/internal/sample"
+)
+
+// withManagedFields gives obj the managedFields a Task written at v1alpha1 by a user and given
+// a status by the previous release's operator carries: the apiserver sends them on every call.
+func withManagedFields(t testing.TB, obj map[string]any) map[string]any {
+	obj = reencode(t, obj)
+	meta := obj["metadata"].(map[string]any)
+	meta["managedFields"] = []any{
+		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-30T10:00:00Z",
+			"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{}}, "f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
+				"f:spec": map[string]any{".": map[string]any{}, "f:maxRetry": map[string]any{}, "f:replicas": map[string]any{}, "f:shell": map[string]any{}, "f:type": map[string]any{}}}},
+		map[string]any{"apiVersion": "example.com/v1alpha1", "fieldsType": "FieldsV1", "manager": "task-operator", "operation": "Update", "subresource": "status", "time": "2026-11-30T10:00:05Z",
+			"fieldsV1": map[string]any{"f:status": map[string]any{".": map[string]any{}, "f:lastJobName": map[string]any{}, "f:lastUpdateTime": map[string]any{}, "f:retryCount": map[string]any{}, "f:state": map[string]any{}}}},
+	}
+	meta["labels"] = map[string]any{"app": "nightly"}
+	meta["creationTimestamp"] = "2026-11-30T10:00:00Z"
+	return obj
+}
+
+// BenchmarkConvertHandler serves a ConversionReview of one object, as the apiserver sends most
+// of them (a write, a watch event), through the whole /convert handler: decode, convert, encode.
+// Each direction first serves the same body with RenameOnly, the floor of any conversion
+// webhook, and reports ours ÷ that floor ("ours/no-op") from the same run.
+func BenchmarkConvertHandler(b *testing.B) {
+	hub := withManagedFields(b, hubObject(b, sample.RichTask("echo step")))
+	spoke := mustConvert(b, hub, v1alpha1.GroupVersion.Version)
+	for _, tc := range []struct {
+		name    string
+		obj     map[string]any
+		desired string
+	}{
+		{"v1-to-v1alpha1", hub, v1alpha1.GroupVersion.String()},
+		{"v1alpha1-to-v1", spoke, taskv1.GroupVersion.String()},
+	} {
+		body := reviewOf(b, "uid-1", tc.desired, tc.obj)
+		var floor float64
+		b.Run(tc.name+"-no-op", func(b *testing.B) {
+			floor = benchmarkHandler(b, http.HandlerFunc(RenameOnly), body, `"status":"Success"`)
+		})
+		b.Run(tc.name, func(b *testing.B) {
+			ours := benchmarkHandler(b, NewConvertHandler(), body, `"status":"Success"`)
+			if floor > 0 {
+				b.ReportMetric(ours/floor, "ours/no-op")
+			}
+		})
+	}
+}
+
+// benchmarkHandler serves body to h in a b.Loop and returns the ns per call; every answer must
+// contain want.
+func benchmarkHandler(b *testing.B, h http.Handler, body, want string) float64 {
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+			b.Fatalf("failed: %s", rec.Body)
+		}
+	}
+	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+}
