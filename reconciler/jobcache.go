@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,7 +88,7 @@ type taskJobs struct{ namespace, label string }
 type jobIndex struct {
 	mu       sync.RWMutex
 	byName   map[types.NamespacedName]*cachedJob
-	byTask   map[taskJobs]map[string]*cachedJob
+	byTask   map[taskJobs][]*cachedJob // a Task has a few Jobs: a slice costs less than a map
 	synced   func() bool
 	onChange func(e jobEvent)
 }
@@ -96,7 +97,7 @@ type jobIndex struct {
 type jobEvent struct{ old, new *cachedJob }
 
 func newJobIndex() *jobIndex {
-	return &jobIndex{byName: map[types.NamespacedName]*cachedJob{}, byTask: map[taskJobs]map[string]*cachedJob{}}
+	return &jobIndex{byName: map[types.NamespacedName]*cachedJob{}, byTask: map[taskJobs][]*cachedJob{}}
 }
 
 func (x *jobIndex) OnAdd(obj any, _ bool) { x.put(asCachedJob(obj)) }
@@ -144,10 +145,7 @@ func (x *jobIndex) put(job *cachedJob) {
 	x.byName[key] = job
 	if label, ok := job.Labels[v1.LabelTaskName]; ok {
 		tk := taskJobs{job.Namespace, label}
-		if x.byTask[tk] == nil {
-			x.byTask[tk] = map[string]*cachedJob{}
-		}
-		x.byTask[tk][job.Name] = job
+		x.byTask[tk] = append(x.byTask[tk], job)
 	}
 	notify := x.onChange
 	x.mu.Unlock()
@@ -165,8 +163,9 @@ func (x *jobIndex) drop(key types.NamespacedName) *cachedJob {
 	delete(x.byName, key)
 	if label, ok := old.Labels[v1.LabelTaskName]; ok {
 		tk := taskJobs{old.Namespace, label}
-		delete(x.byTask[tk], key.Name)
-		if len(x.byTask[tk]) == 0 {
+		if rest := slices.DeleteFunc(x.byTask[tk], func(j *cachedJob) bool { return j == old }); len(rest) > 0 {
+			x.byTask[tk] = slices.Clip(rest)
+		} else {
 			delete(x.byTask, tk)
 		}
 	}
