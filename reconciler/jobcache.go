@@ -18,8 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -93,16 +96,20 @@ type jobIndex struct {
 	onChange func(e jobEvent)
 }
 
-// jobEvent is a change the index took in: old is nil for a new Job, new is nil for a deleted one.
-type jobEvent struct{ old, new *cachedJob }
+// jobEvent is a change the index took in: old is nil for a new Job, new is nil for a deleted one;
+// initial marks an add of the informer's initial list.
+type jobEvent struct {
+	old, new *cachedJob
+	initial  bool
+}
 
 func newJobIndex() *jobIndex {
 	return &jobIndex{byName: map[types.NamespacedName]*cachedJob{}, byTask: map[taskJobs][]*cachedJob{}}
 }
 
-func (x *jobIndex) OnAdd(obj any, _ bool) { x.put(asCachedJob(obj)) }
+func (x *jobIndex) OnAdd(obj any, initial bool) { x.put(asCachedJob(obj), initial) }
 
-func (x *jobIndex) OnUpdate(_, obj any) { x.put(asCachedJob(obj)) }
+func (x *jobIndex) OnUpdate(_, obj any) { x.put(asCachedJob(obj), false) }
 
 func (x *jobIndex) OnDelete(obj any) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -135,7 +142,7 @@ func asCachedJob(obj any) *cachedJob {
 	return nil
 }
 
-func (x *jobIndex) put(job *cachedJob) {
+func (x *jobIndex) put(job *cachedJob, initial bool) {
 	if job == nil {
 		return
 	}
@@ -150,7 +157,7 @@ func (x *jobIndex) put(job *cachedJob) {
 	notify := x.onChange
 	x.mu.Unlock()
 	if notify != nil {
-		notify(jobEvent{old: old, new: job})
+		notify(jobEvent{old: old, new: job, initial: initial})
 	}
 }
 
@@ -286,10 +293,19 @@ func (s *jobSource) Start(ctx context.Context, queue workqueue.TypedRateLimiting
 }
 
 // enqueue adds the Tasks a Job event concerns, as handler.EnqueueRequestsFromMapFunc would for
-// the old and the new Job; an update only if changed says it matters.
+// the old and the new Job; an update only if changed says it matters. On a priority queue (the
+// controller's default) the initial list and resyncs go in at handler.LowPriority, as that
+// handler puts them: after a start the backlog of every Task's Jobs must not hold back live events.
 func (s *jobSource) enqueue(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request], e jobEvent) {
 	if e.old != nil && e.new != nil && !s.changed(e.old.job(), e.new.job()) {
 		return
+	}
+	add := queue.Add
+	unchanged := e.old != nil && e.new != nil && e.old.ResourceVersion == e.new.ResourceVersion
+	if pq, ok := queue.(priorityqueue.PriorityQueue[reconcile.Request]); ok && (e.initial || unchanged) {
+		add = func(req reconcile.Request) {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+		}
 	}
 	seen := map[reconcile.Request]bool{}
 	for _, job := range []*cachedJob{e.old, e.new} {
@@ -299,7 +315,7 @@ func (s *jobSource) enqueue(ctx context.Context, queue workqueue.TypedRateLimiti
 		for _, req := range s.mapJob(ctx, job) {
 			if !seen[req] {
 				seen[req] = true
-				queue.Add(req)
+				add(req)
 			}
 		}
 	}

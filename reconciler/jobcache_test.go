@@ -12,6 +12,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -154,4 +157,41 @@ func TestJobSourceEnqueuesAfterTheIndexShowsTheChange(t *testing.T) {
 	if n := take(); n != 1 || indexedWhenMapped != nil {
 		t.Errorf("a deleted Job enqueued %d Tasks (want 1), the index still showing %v", n, indexedWhenMapped)
 	}
+}
+
+// TestJobSourceEnqueuesTheInitialListAtLowPriority pins that jobSource enqueues as
+// handler.EnqueueRequestsFromMapFunc (the Watches it replaced) does on controller-runtime's
+// default priority queue: the Jobs of the informer's initial list at LowPriority, so that after a
+// start or a leader change the backlog of every Task's Jobs does not hold back live events.
+func TestJobSourceEnqueuesTheInitialListAtLowPriority(t *testing.T) {
+	task := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "t"}}
+	mapJob := func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{task} }
+	for _, initial := range []bool{true, false} {
+		want := priorityOf(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			handler.EnqueueRequestsFromMapFunc(mapJob).Create(context.Background(),
+				event.CreateEvent{Object: labelledJob("a", "t-1", "t").job(), IsInInitialList: initial}, q)
+		})
+		got := priorityOf(t, func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			x := syncedIndex()
+			src := &jobSource{cache: &jobCache{jobs: x}, mapJob: mapJob, changed: jobChanged}
+			x.onChange = func(e jobEvent) { src.enqueue(context.Background(), q, e) }
+			x.OnAdd(labelledJob("a", "t-1", "t"), initial)
+		})
+		if got != want {
+			t.Errorf("a Job added (initial list %t) was enqueued at priority %d, want %d as the Watches it replaced", initial, got, want)
+		}
+	}
+}
+
+// priorityOf is the priority at which add puts its one item on a priority queue.
+func priorityOf(t *testing.T, add func(workqueue.TypedRateLimitingInterface[reconcile.Request])) int {
+	t.Helper()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	add(q)
+	if q.Len() != 1 {
+		t.Fatalf("%d items queued, want 1", q.Len())
+	}
+	_, priority, _ := q.GetWithPriority()
+	return priority
 }
