@@ -278,10 +278,18 @@ func (s *jobSource) Start(ctx context.Context, queue workqueue.TypedRateLimiting
 	if err != nil {
 		return fmt.Errorf("job informer: %w", err)
 	}
+	// The index has one subscriber: a second controller would take the first one's Job events
+	// and, with a second handler, feed the index every event twice, out of order between them.
 	index := s.cache.jobs
 	index.mu.Lock()
-	index.onChange = func(e jobEvent) { s.enqueue(ctx, queue, e) }
+	taken := index.onChange != nil
+	if !taken {
+		index.onChange = func(e jobEvent) { s.enqueue(ctx, queue, e) }
+	}
 	index.mu.Unlock()
+	if taken {
+		return errors.New("job index: another controller already reads Jobs from this cache (one Task controller per manager)")
+	}
 	reg, err := informer.AddEventHandler(index)
 	if err != nil {
 		return fmt.Errorf("job index handler: %w", err)

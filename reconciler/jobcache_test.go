@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -194,4 +195,32 @@ func priorityOf(t *testing.T, add func(workqueue.TypedRateLimitingInterface[reco
 	}
 	_, priority, _ := q.GetWithPriority()
 	return priority
+}
+
+// TestJobSourceFeedsOneControllerOnly pins that a second jobSource on the same cache (a second
+// SetupWithManager on one manager) is refused rather than silently taking every Job event from
+// the first controller's queue and feeding the index each event twice.
+func TestJobSourceFeedsOneControllerOnly(t *testing.T) {
+	informers := &informertest.FakeInformers{}
+	jobs := &jobCache{Cache: informers, jobs: newJobIndex()}
+	task := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "t"}}
+	mapJob := func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{task} }
+	first := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer first.ShutDown()
+	second := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer second.ShutDown()
+	if err := (&jobSource{cache: jobs, mapJob: mapJob, changed: jobChanged}).Start(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&jobSource{cache: jobs, mapJob: mapJob, changed: jobChanged}).Start(context.Background(), second); err == nil {
+		t.Error("a second jobSource on the same cache started; want an error")
+	}
+	informer, err := informers.FakeInformerFor(context.Background(), &batchv1.Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	informer.Add(labelledJob("a", "t-1", "t"))
+	if first.Len() != 1 {
+		t.Errorf("the first controller's queue holds %d Tasks after a Job was added, want 1", first.Len())
+	}
 }
