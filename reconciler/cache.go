@@ -17,8 +17,9 @@ import (
 
 // CacheOptions are the cache settings the controller needs; merge them into the manager's
 // options. Only Jobs labelled with v1.LabelTaskName are cached (not every Job in the cluster),
-// and every cached object keeps only what the controller reads (stripJob, compactTask): with
-// 10,000 Tasks and as many Jobs the cache is most of the process's memory.
+// and every cached object keeps only what the controller reads (compactJob, compactTask): with
+// 10,000 Tasks and as many Jobs the cache is most of the process's memory. The cache must be
+// built by NewCache, which reads Jobs in the form compactJob leaves them.
 func CacheOptions() cache.Options {
 	hasTask, err := labels.NewRequirement(v1.LabelTaskName, selection.Exists, nil)
 	if err != nil {
@@ -26,25 +27,11 @@ func CacheOptions() cache.Options {
 	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask), Transform: stripJob},
+			&batchv1.Job{}: {Label: labels.NewSelector().Add(*hasTask), Transform: compactJob},
 			&v1.Task{}:     {Transform: compactTask},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
-}
-
-// stripJob drops what the controller never reads of a Job (observeJob reads it): its managed
-// fields, its spec but for suspend and completions (the pod template is most of a Job's size:
-// the script, the image, the environment; the generated selector is most of the rest) and the
-// pod UIDs of uncounted terminations. Cached Jobs are only ever patched (merge patches of the
-// fields changed), never updated whole, so nothing stripped is written back.
-func stripJob(obj any) (any, error) {
-	if job, ok := obj.(*batchv1.Job); ok {
-		job.ManagedFields = nil
-		job.Spec = batchv1.JobSpec{Suspend: job.Spec.Suspend, Completions: job.Spec.Completions}
-		job.Status.UncountedTerminatedPods = nil
-	}
-	return obj, nil
 }
 
 // compactTask drops a Task's managed fields, copies its slices into arrays of their length (the

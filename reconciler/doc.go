@@ -28,8 +28,10 @@
 // the Task's status once, in a deferred call, with only what changed and guarded by its
 // resourceVersion (patch.go); then it lets go of what the stored status made safe to let go
 // (finalizers.go). In-memory expectations (expectations.go) keep it from acting on a cache that has
-// not caught up with its own writes. setup.go wires it into a manager (SetupWithManager,
-// CacheOptions); metrics.go holds its Prometheus metrics.
+// not caught up with its own writes. setup.go wires it into a manager (SetupWithManager;
+// CacheOptions and NewCache build the cache it needs: cache.go, and jobcache.go for Jobs, which
+// are cached in a compact form and read through an index of their own); metrics.go holds its
+// Prometheus metrics.
 //
 // How a run is executed exactly once:
 //

@@ -137,6 +137,7 @@ func (e *env) startOperatorWith(oo operatorOptions) *operator {
 	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
+		NewCache:               reconciler.NewCache,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

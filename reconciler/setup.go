@@ -11,18 +11,20 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/task-operator/apis/v1"
 )
 
 // SetupWithManager registers the Task controller with mgr. The manager's scheme must know
-// example.com/v1 and batch/v1, and its cache should be built with CacheOptions.
+// example.com/v1 and batch/v1, and its cache must be built by NewCache with CacheOptions.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	opts = opts.withDefaults()
+	jobs, ok := mgr.GetCache().(*jobCache)
+	if !ok {
+		return fmt.Errorf("set up task controller: the manager's cache is a %T; build it with reconciler.NewCache (manager.Options.NewCache)", mgr.GetCache())
+	}
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -38,7 +40,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.Task{}).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfJob), builder.WithPredicates(jobChanged()))
+		WatchesRawSource(&jobSource{cache: jobs, mapJob: r.tasksOfJob, changed: jobChanged})
 	// With Kueue installed, why a queued Job waits is read from its Workload. Installed later,
 	// queued Tasks run all the same; the reasons come with the operator's next start.
 	if gvk, ok := workloadKind(mgr.GetRESTMapper()); ok {
@@ -77,24 +79,17 @@ func newRateLimiter(opts Options) workqueue.TypedRateLimiter[reconcile.Request] 
 	)
 }
 
-// jobChanged lets through the Job updates the controller acts on — a terminal condition,
-// suspension, deletion, its finalizer, labels, its controller — and drops the many status
-// updates in between (pod counts).
-func jobChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		oldJob, ok1 := e.ObjectOld.(*batchv1.Job)
-		newJob, ok2 := e.ObjectNew.(*batchv1.Job)
-		if !ok1 || !ok2 {
-			return true
-		}
-		oldRef, newRef := metav1.GetControllerOf(oldJob), metav1.GetControllerOf(newJob)
-		if (oldRef == nil) != (newRef == nil) || (oldRef != nil && oldRef.UID != newRef.UID) {
-			return true
-		}
-		owner := ""
-		if newRef != nil {
-			owner = newRef.Name
-		}
-		return observeJob(owner, oldJob) != observeJob(owner, newJob)
-	}}
+// jobChanged says whether a Job update is one the controller acts on — a terminal condition,
+// suspension, deletion, its finalizer, labels, its controller — rather than one of the many
+// status updates in between (pod counts).
+func jobChanged(oldJob, newJob *batchv1.Job) bool {
+	oldRef, newRef := metav1.GetControllerOf(oldJob), metav1.GetControllerOf(newJob)
+	if (oldRef == nil) != (newRef == nil) || (oldRef != nil && oldRef.UID != newRef.UID) {
+		return true
+	}
+	owner := ""
+	if newRef != nil {
+		owner = newRef.Name
+	}
+	return observeJob(owner, oldJob) != observeJob(owner, newJob)
 }

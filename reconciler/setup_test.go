@@ -54,9 +54,9 @@ func TestRateLimiter(t *testing.T) {
 	}
 }
 
-// TestStripJobKeepsWhatTheControllerReads is issue #13 goal 5: a cached Job loses its pod
+// TestCachedJobKeepsWhatTheControllerReads is issue #13 goal 5: a cached Job loses its pod
 // template and managed fields, and keeps every field observeJob reads.
-func TestStripJobKeepsWhatTheControllerReads(t *testing.T) {
+func TestCachedJobKeepsWhatTheControllerReads(t *testing.T) {
 	task := &v1.Task{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "task-uid"}}
 	started := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	deleted := metav1.NewTime(started.Add(time.Minute))
@@ -106,11 +106,11 @@ func TestStripJobKeepsWhatTheControllerReads(t *testing.T) {
 			}
 			edit(job)
 			before := observeJob("t", job.DeepCopy())
-			out, err := stripJob(job)
+			out, err := compactJob(job)
 			if err != nil {
 				t.Fatal(err)
 			}
-			stripped := out.(*batchv1.Job)
+			stripped := out.(*cachedJob).job()
 			if len(stripped.Spec.Template.Spec.Containers) != 0 || stripped.ManagedFields != nil || stripped.Spec.Selector != nil || stripped.Status.UncountedTerminatedPods != nil {
 				t.Errorf("template %v, managedFields %v, selector %v, uncounted %v: want all dropped",
 					stripped.Spec.Template, stripped.ManagedFields, stripped.Spec.Selector, stripped.Status.UncountedTerminatedPods)

@@ -124,6 +124,7 @@ func (u *uninstallEnv) startOperator() func() {
 	mgr, err := ctrl.NewManager(u.cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  reconciler.CacheOptions(),
+		NewCache:               reconciler.NewCache,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},

@@ -262,6 +262,7 @@ func managerOptions(f *managerFlags, scheme *runtime.Scheme, served *cert.Served
 		GracefulShutdownTimeout:       &f.gracefulShutdown,
 		WebhookServer:                 webhook.Server(f.webhook, served),
 		Cache:                         cacheOpts,
+		NewCache:                      reconciler.NewCache,
 	}
 }
 
