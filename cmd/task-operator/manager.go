@@ -174,6 +174,7 @@ func runManager(f *managerFlags) error {
 	// The certificate rotator logs expected states as errors on every start; see
 	// cert.QuietExpectedErrors.
 	ctrl.SetLogger(cert.QuietExpectedErrors(zap.New(zap.UseFlagOptions(&f.zap))))
+	applyDefaultGCPercent(os.LookupEnv)
 	var stop shutdown
 	ctx := stop.context(signals(), f.shutdownDelay, ctrl.Log.WithName("shutdown"))
 	if err := startManager(ctx, f, &stop); err != nil {
