@@ -35,8 +35,9 @@ func CacheOptions() cache.Options {
 }
 
 // compactTask drops a Task's managed fields, copies its slices into arrays of their length (the
-// JSON decoder grows them by doubling: six conditions sit in room for eight) and shares the
-// strings many Tasks repeat: condition types, statuses, reasons and messages, the namespace.
+// JSON decoder grows them by doubling: seven conditions sit in room for eight) and shares the
+// strings many Tasks repeat: condition types, statuses, reasons and messages, and the metadata's
+// (compactMeta).
 // Tasks are written by patches computed against the cached copy (see patch.go), which none of
 // this reaches.
 func compactTask(obj any) (any, error) {
@@ -44,10 +45,7 @@ func compactTask(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	task.ManagedFields = nil
-	task.Namespace = cachedStrings.intern(task.Namespace)
-	task.Finalizers = exact(task.Finalizers)
-	task.OwnerReferences = exact(task.OwnerReferences)
+	compactMeta(&task.ObjectMeta)
 	task.Status.ActiveJobs = exact(task.Status.ActiveJobs)
 	task.Status.Conditions = exact(task.Status.Conditions)
 	for i := range task.Status.Conditions {
@@ -56,6 +54,42 @@ func compactTask(obj any) (any, error) {
 		c.Reason, c.Message = cachedStrings.intern(c.Reason), cachedStrings.intern(c.Message)
 	}
 	return task, nil
+}
+
+// compactMeta drops managed fields and shares the strings objects of one kind repeat: the
+// namespace, label keys and values (the run and attempt numbers, an app's name), annotation
+// keys, finalizers, owners' API version and kind. Both decoders (JSON for Tasks, protobuf for
+// Jobs) allocate every string on its own; for a Job these are half its metadata.
+func compactMeta(meta *metav1.ObjectMeta) {
+	meta.ManagedFields = nil
+	meta.Namespace = cachedStrings.intern(meta.Namespace)
+	meta.Labels = internedMap(meta.Labels, true)
+	meta.Annotations = internedMap(meta.Annotations, false)
+	meta.Finalizers = exact(meta.Finalizers)
+	for i := range meta.Finalizers {
+		meta.Finalizers[i] = cachedStrings.intern(meta.Finalizers[i])
+	}
+	meta.OwnerReferences = exact(meta.OwnerReferences)
+	for i := range meta.OwnerReferences {
+		ref := &meta.OwnerReferences[i]
+		ref.APIVersion, ref.Kind = cachedStrings.intern(ref.APIVersion), cachedStrings.intern(ref.Kind)
+	}
+}
+
+// internedMap is m with its keys (and, if values, its values) shared through cachedStrings: a
+// map's key cannot be replaced in place, so the map is built again.
+func internedMap(m map[string]string, values bool) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if values {
+			v = cachedStrings.intern(v)
+		}
+		out[cachedStrings.intern(k)] = v
+	}
+	return out
 }
 
 // exact copies s into an array of its length, letting the larger one go.

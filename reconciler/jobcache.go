@@ -53,7 +53,7 @@ func compactJob(obj any) (any, error) {
 		return obj, nil
 	}
 	c := &cachedJob{ObjectMeta: job.ObjectMeta, suspend: job.Spec.Suspend, completions: job.Spec.Completions, status: job.Status}
-	c.ManagedFields = nil
+	compactMeta(&c.ObjectMeta)
 	c.status.UncountedTerminatedPods = nil
 	return c, nil
 }
