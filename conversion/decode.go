@@ -88,8 +88,11 @@ func sentBody(top map[string]json.RawMessage) []byte {
 	return append(b, '}')
 }
 
-// decodeMetadata decodes metadata but for managedFields; metadata that is not an object is
-// decoded whole, for Convert to reject.
+// decodeMetadata decodes of metadata only what a conversion reads or changes: the annotations
+// (the preserved one is read, set or removed) and the name and namespace (errors name the
+// Task). Every other field, managedFields the largest, is the same at every version: it stays
+// raw JSON and is written back as it came, never decoded into maps nor encoded from them.
+// Metadata that is not an object is decoded whole, for Convert to reject.
 func decodeMetadata(raw json.RawMessage) (any, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
@@ -98,7 +101,7 @@ func decodeMetadata(raw json.RawMessage) (any, error) {
 	}
 	meta := make(map[string]any, len(fields))
 	for key, v := range fields {
-		if key == "managedFields" {
+		if !decodedMetadata[key] {
 			meta[key] = v
 			continue
 		}
@@ -109,6 +112,10 @@ func decodeMetadata(raw json.RawMessage) (any, error) {
 	}
 	return meta, nil
 }
+
+// decodedMetadata are the metadata fields decodeMetadata decodes (see metadataWithout,
+// preservedOf, setAnnotation and nameOf, their only readers during a conversion).
+var decodedMetadata = map[string]bool{"annotations": true, "name": true, "namespace": true}
 
 func decodeValue(raw json.RawMessage) (any, error) {
 	var v any
