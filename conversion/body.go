@@ -160,8 +160,11 @@ func (p path) keys() []string { return strings.Split(string(p), ".") }
 // is none. It walks the path itself rather than through unstructured.NestedFieldNoCopy, whose
 // error for such a value prints the value whole: milliseconds for a large list, thrown away.
 func lookup(doc map[string]any, p path) (any, bool) {
+	// Cut rather than keys: lookup runs for every field of a spoke on every up-conversion.
 	var cur any = doc
-	for _, k := range p.keys() {
+	for rest, more := string(p), true; more; {
+		var k string
+		k, rest, more = strings.Cut(rest, ".")
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false

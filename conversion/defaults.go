@@ -63,7 +63,7 @@ func (s spoke) checkExplicitZeros(raw, canonical body) error {
 	if !ok {
 		return nil
 	}
-	for _, f := range m.Mappings() {
+	for _, f := range m.mappings() {
 		at := path(f.Spoke)
 		v, sent := lookup(raw, at)
 		if !sent || v == nil {

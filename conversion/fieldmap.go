@@ -32,6 +32,9 @@ type FieldMap struct {
 	// objects maps each object the table's fields lie in (spec, spec.runner, ...) to the
 	// deepest v1 object holding every field the fields below it map to.
 	objects map[string]string
+	// sorted is the table sorted by Spoke, made once: checkExplicitZeros reads it on every
+	// up-conversion.
+	sorted []FieldMapping
 }
 
 // FieldMaps returns the field table of an old version (v1alpha1, v1beta1); ok is false for
@@ -46,14 +49,15 @@ func (m FieldMap) Version() string { return m.version }
 
 // Mappings returns the table, sorted by Spoke.
 func (m FieldMap) Mappings() []FieldMapping {
-	out := make([]FieldMapping, 0, len(m.fields))
-	for _, f := range m.fields {
-		f.Hub = slices.Clone(f.Hub)
-		out = append(out, f)
+	out := slices.Clone(m.sorted)
+	for i := range out {
+		out[i].Hub = slices.Clone(out[i].Hub)
 	}
-	slices.SortFunc(out, func(a, b FieldMapping) int { return strings.Compare(a.Spoke, b.Spoke) })
 	return out
 }
+
+// mappings is Mappings without the copy, for readers in this package.
+func (m FieldMap) mappings() []FieldMapping { return m.sorted }
 
 // Map returns the v1 fields of the old version's field named by keys (its JSON field names
 // from the object's root): a field of the table maps to its Hub; a field below a Same field to
@@ -151,5 +155,10 @@ func newFieldMap(version string, table []FieldMapping) FieldMap {
 		}
 		m.objects[obj] = strings.Join(common, ".")
 	}
+	for _, f := range m.fields {
+		f.Hub = slices.Clone(f.Hub)
+		m.sorted = append(m.sorted, f)
+	}
+	slices.SortFunc(m.sorted, func(a, b FieldMapping) int { return strings.Compare(a.Spoke, b.Spoke) })
 	return m
 }
