@@ -3,7 +3,9 @@ package reconciler
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,5 +224,31 @@ func TestJobSourceFeedsOneControllerOnly(t *testing.T) {
 	informer.Add(labelledJob("a", "t-1", "t"))
 	if first.Len() != 1 {
 		t.Errorf("the first controller's queue holds %d Tasks after a Job was added, want 1", first.Len())
+	}
+}
+
+// TestJobIndexLeavesAnInformersJobAsItIs: fed by an informer without compactJob as its
+// transform, the index is handed the very Job that informer's store holds and shares with its
+// other handlers and readers; taking it in must not write to it (not even the same strings from
+// the shared table), or every read of that Job elsewhere races with the index.
+func TestJobIndexLeavesAnInformersJobAsItIs(t *testing.T) {
+	held := func() *batchv1.Job { // as a decoder leaves it: each slice at its length, each string its own
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+			Namespace: strings.Clone("a"), Name: "t-1",
+			Labels:          map[string]string{strings.Clone(v1.LabelTaskName): strings.Clone("t")},
+			Finalizers:      []string{strings.Clone(v1.FinalizerRunOutcome)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: strings.Clone("example.com/v1"), Kind: strings.Clone("Task"), Name: "t"}},
+		}}
+	}
+	x := syncedIndex()
+	x.OnAdd(held(), true) // an earlier Job: the table now holds these strings
+	job := held()
+	finalizer, apiVersion, kind := unsafe.StringData(job.Finalizers[0]), unsafe.StringData(job.OwnerReferences[0].APIVersion), unsafe.StringData(job.OwnerReferences[0].Kind)
+	x.OnAdd(job, false)
+	x.OnUpdate(job, job)
+	x.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "a/t-1", Obj: job})
+	if unsafe.StringData(job.Finalizers[0]) != finalizer || unsafe.StringData(job.OwnerReferences[0].APIVersion) != apiVersion ||
+		unsafe.StringData(job.OwnerReferences[0].Kind) != kind {
+		t.Error("the index wrote to the informer's Job (its finalizers or owner references), want it left as it is")
 	}
 }
