@@ -46,7 +46,8 @@ type cachedJob struct {
 	status      batchv1.JobStatus
 }
 
-// compactJob is the Job informer's transform.
+// compactJob is the Job informer's transform. Like any transform it owns the Job it is given:
+// the cachedJob keeps the Job's metadata slices and writes shared strings into them.
 func compactJob(obj any) (any, error) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
@@ -136,7 +137,9 @@ func asCachedJob(obj any) *cachedJob {
 	case *cachedJob:
 		return o
 	case *batchv1.Job: // an informer without compactJob as its transform
-		c, _ := compactJob(o)
+		// That informer's store holds o and shares it with its other readers, while compactJob
+		// writes to the Job it is given (compactMeta shares its strings in place): it gets a copy.
+		c, _ := compactJob(o.DeepCopy())
 		return c.(*cachedJob)
 	}
 	return nil
