@@ -103,9 +103,10 @@ func exact[S ~[]E, E any](s S) S {
 // cachedStrings holds one copy of strings that many cached objects repeat.
 var cachedStrings = newInterner(maxInternedStrings)
 
-// maxInternedStrings bounds the table: condition types, statuses and reasons are a closed set,
-// and the messages of resting Tasks repeat; messages naming a Job or a time each do not, and
-// they fill the table within a large fleet's first list. A full table is emptied and fills
+// maxInternedStrings bounds the table: condition types, statuses and reasons, label and
+// annotation keys are a closed set, and the messages of resting Tasks repeat; messages naming a
+// Job or a time, and label values naming a Task, each do not, and they fill the table within a
+// large fleet's first list (every 1,000-odd Jobs). A full table is emptied and fills
 // again with what comes next: what repeats is soon back in it, what was offered once goes, and
 // a string that first shows up late (a new namespace, a Kueue message shared by a queue's
 // waiting Tasks) is still shared.
