@@ -45,6 +45,9 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"pullPolicy not a policy", withValues(nil, "image.pullPolicy", "Sometimes"), "/image/pullPolicy"},
 		{"digest not a digest", withValues(nil, "image.digest", "latest"), "/image/digest"},
 		{"extraArgs not a flag", map[string]any{"extraArgs": []any{"kube-api-qps=5"}}, "/extraArgs/0"},
+		{"extraEnv names a variable the chart sets", map[string]any{"extraEnv": []any{map[string]any{"name": "GOMEMLIMIT", "value": "1GiB"}}}, "/extraEnv/0/name"},
+		{"extraEnv entry without a name", map[string]any{"extraEnv": []any{map[string]any{"value": "100"}}}, "/extraEnv/0"},
+		{"extraEnv value not a string", map[string]any{"extraEnv": []any{map[string]any{"name": "GOGC", "value": 100}}}, "/extraEnv/0/value"},
 		{"nodeSelector value not a string", map[string]any{"nodeSelector": map[string]any{"disktype": 1}}, "/nodeSelector/disktype"},
 		{"imagePullSecrets of strings", map[string]any{"imagePullSecrets": []any{"regcred"}}, "/imagePullSecrets/0"},
 		{"monitor labels not strings", withValues(nil, "metrics.serviceMonitor.labels", map[string]any{"release": true}), "/metrics/serviceMonitor/labels/release"},
@@ -72,6 +75,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 var podSettings = map[string]any{
 	"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
 	"extraArgs":        []any{"--kube-api-qps=100", "--zap-log-level=debug"},
+	"extraEnv":         []any{map[string]any{"name": "GOGC", "value": "100"}},
 	"podAnnotations":   map[string]any{"example.com/team": "batch", "kubectl.kubernetes.io/default-container": "other"},
 	"podLabels":        map[string]any{"team": "batch", "control-plane": "mine"},
 	"nodeSelector":     map[string]any{"kubernetes.io/os": "linux"},
@@ -81,8 +85,9 @@ var podSettings = map[string]any{
 	}}},
 }
 
-// TestChartPodSettings: scheduling, pull secrets, pod metadata and extra flags reach the pod
-// template as given, after the chart's own flags, without changing what selects the pods.
+// TestChartPodSettings: scheduling, pull secrets, pod metadata, extra flags and environment
+// variables reach the pod template as given, after the chart's own, without changing what
+// selects the pods.
 func TestChartPodSettings(t *testing.T) {
 	dep := decode[appsv1.Deployment](t, renderChart(t, podSettings).find(t, "Deployment", deploymentName))
 	pod := dep.Spec.Template
@@ -112,6 +117,10 @@ func TestChartPodSettings(t *testing.T) {
 	args := managerContainer(t, dep).Args
 	if n := len(args); n < 2 || args[n-2] != "--kube-api-qps=100" || args[n-1] != "--zap-log-level=debug" {
 		t.Errorf("manager args = %q, want the extra args last", args)
+	}
+	env := managerContainer(t, dep).Env
+	if n := len(env); n < 2 || env[n-1].Name != "GOGC" || env[n-1].Value != "100" || env[n-2].Name != "GOMEMLIMIT" {
+		t.Errorf("manager env = %v, want the chart's own (GOMEMLIMIT last of them) and then GOGC=100", env)
 	}
 }
 
