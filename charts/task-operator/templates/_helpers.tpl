@@ -53,3 +53,22 @@ control-plane: controller-manager
 {{- define "task-operator.metricsSecret" -}}
 {{ include "task-operator.fullname" . }}-metrics-cert
 {{- end -}}
+
+{{/*
+The extraEnv entries, each name once. env is a list keyed by name: server-side apply (Helm 4's
+default) refuses a name given twice, and a client-side apply keeps both and lets the last win.
+The schema cannot compare items by one key, so the duplicate is refused here, before anything
+is applied.
+*/}}
+{{- define "task-operator.extraEnv" -}}
+{{- $seen := dict -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if hasKey $seen $e.name -}}
+{{- fail (printf "extraEnv[%d]: %s is given twice (extraEnv[%d]); env is keyed by name" $i $e.name (get $seen $e.name)) -}}
+{{- end -}}
+{{- $_ := set $seen $e.name $i -}}
+{{- end -}}
+{{- with .Values.extraEnv -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}
