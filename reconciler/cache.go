@@ -59,7 +59,8 @@ func compactTask(obj any) (any, error) {
 // compactMeta drops managed fields and shares the strings objects of one kind repeat: the
 // namespace, label keys and values (the run and attempt numbers, an app's name), annotation
 // keys, finalizers, owners' API version and kind. Both decoders (JSON for Tasks, protobuf for
-// Jobs) allocate every string on its own; for a Job these are half its metadata.
+// Jobs) allocate every string on its own (about 150 bytes of a Job's metadata are such
+// copies; about 1.5 MiB at 10,000 Jobs).
 func compactMeta(meta *metav1.ObjectMeta) {
 	meta.ManagedFields = nil
 	meta.Namespace = cachedStrings.intern(meta.Namespace)
