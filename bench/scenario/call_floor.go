@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -94,34 +95,39 @@ func probeCallFloor(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	return nil
 }
 
-// timeFloor times every target's reads at the apiserver and the same reviews from a Go client,
-// and reports the difference for each.
+// timeFloor times the targets' reads at the apiserver and the same reviews from a Go client,
+// each target's calls in turn with the others' in one window, and reports the difference for
+// each and the ratio of the first (ours) to the last (the floor). Timed one after the other,
+// the two sides saw different minutes of the machine and the ratio moved with them.
 func timeFloor(ctx context.Context, e *harness.Env, targets []floorTarget, http2 bool, reads int, r *Result) error {
 	client, err := reviewClient(targets[0].server.CABundle, http2)
 	if err != nil {
 		return err
 	}
 	defer client.CloseIdleConnections()
-	var timed []callTiming
 	for _, t := range targets {
 		if err := waitServed(ctx, e, t); err != nil {
 			return err
 		}
-		atAPIServer, ok, err := timeReads(ctx, e, t, reads, r)
-		if err != nil || !ok {
-			return err
-		}
-		atClient, err := timeReviews(ctx, client, t, reads, r)
-		if err != nil {
-			return err
-		}
-		r.Addf("conversion call floor, apiserver mean − Go client mean: "+t.name, "what the apiserver adds to a call: its own work and the wake-ups between two processes",
-			"%s", (atAPIServer.mean - atClient).Round(time.Microsecond))
-		timed = append(timed, atAPIServer)
 	}
-	ours, floor := timed[0], timed[len(timed)-1]
-	r.Addf("conversion call ÷ the no-op floor: "+targets[0].name, "apiserver's mean and p50 of ours over the rename-only webhook's, same run; goal ≤ 1.10× mean, ≤ 1.25× p50",
+	atAPIServer, ok, err := timeReads(ctx, e, targets, reads, r)
+	if err != nil || !ok {
+		return err
+	}
+	atClient, err := timeReviews(ctx, client, targets, reads, r)
+	if err != nil {
+		return err
+	}
+	for i, t := range targets {
+		r.Addf("conversion call floor, apiserver mean − Go client mean: "+t.name, "what the apiserver adds to a call: its own work and the wake-ups between two processes",
+			"%s", (atAPIServer[i].mean - atClient[i].mean).Round(time.Microsecond))
+	}
+	last := len(targets) - 1
+	ours, floor := atAPIServer[0], atAPIServer[last]
+	r.Addf("conversion call ÷ the no-op floor: "+targets[0].name, "apiserver's mean and p50 of ours over the rename-only webhook's, GETs of the two in turn in one window; goal ≤ 1.10× mean, ≤ 1.25× p50",
 		"mean %.2f×, p50 %.2f×", ours.mean.Seconds()/floor.mean.Seconds(), ours.p50/floor.p50)
+	r.Addf("conversion round trip ÷ the no-op floor, Go client: "+targets[0].name, "the same reviews sent in turn by a Go client: what the webhook itself costs over the floor",
+		"mean %.2f×, p50 %.2f×", atClient[0].mean.Seconds()/atClient[last].mean.Seconds(), atClient[0].p50.Seconds()/atClient[last].p50.Seconds())
 	return nil
 }
 
@@ -137,53 +143,79 @@ type callTiming struct {
 // a watch cache) spoils a window, and is no fault of what is measured.
 const floorAttempts = 3
 
-// timeReads GETs t's objects at v1alpha1, reads times in turn, and reports the apiserver's
-// timing of the conversion calls they made; it returns that timing, and false when in none of
-// floorAttempts windows the calls were one per GET through t's server (a violation, reported).
-func timeReads(ctx context.Context, e *harness.Env, t floorTarget, reads int, r *Result) (callTiming, bool, error) {
+// timeReads GETs each target's objects at v1alpha1, reads times per target, the targets in
+// turn, and reports the apiserver's timing of the conversion calls they made; it returns each
+// target's timing, and false when in none of floorAttempts windows the calls were one per GET
+// through the targets' server (a violation, reported).
+func timeReads(ctx context.Context, e *harness.Env, targets []floorTarget, reads int, r *Result) ([]callTiming, bool, error) {
 	var spoiled string
 	for range floorAttempts {
-		timing, ok, note, err := timeReadsOnce(ctx, e, t, reads, r)
-		if err != nil || ok {
-			return timing, ok, err
+		timings, note, err := timeReadsOnce(ctx, e, targets, reads, r)
+		if err != nil || note == "" {
+			return timings, err == nil, err
 		}
 		spoiled = note
 	}
-	r.Violation("conversion call floor: not one call per GET through "+t.name, 1,
-		fmt.Sprintf("in %d windows; the last: %s", floorAttempts, spoiled))
-	return callTiming{}, false, nil
+	r.Violation("conversion call floor: not one call per GET", 1, fmt.Sprintf("in %d windows; the last: %s", floorAttempts, spoiled))
+	return nil, false, nil
 }
 
-// timeReadsOnce is one window of timeReads; note says how it was spoiled when ok is false.
-func timeReadsOnce(ctx context.Context, e *harness.Env, t floorTarget, reads int, r *Result) (callTiming, bool, string, error) {
-	before, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
-	if err != nil {
-		return callTiming{}, false, "", err
-	}
-	t.server.HandlerTimes()
-	t.server.Protocols()
-	for i := range reads {
-		if err := t.read(ctx, t.objects[i%len(t.objects)].GetName()); err != nil {
-			return callTiming{}, false, "", fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
+// timeReadsOnce is one window of timeReads; note says how it was spoiled, empty when it was not.
+// The targets share one server; each round starts with the next target, so that neither
+// always follows the other.
+func timeReadsOnce(ctx context.Context, e *harness.Env, targets []floorTarget, reads int, r *Result) ([]callTiming, string, error) {
+	before := make([]harness.Conversions, len(targets))
+	for i, t := range targets {
+		var err error
+		if before[i], err = harness.APIServerConversions(ctx, e.Kube, t.crd); err != nil {
+			return nil, "", err
 		}
 	}
-	after, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
+	server := targets[0].server
+	server.HandlerTimesByPath()
+	server.Protocols()
+	for i := range reads {
+		for j := range targets {
+			t := targets[(i+j)%len(targets)]
+			if err := t.read(ctx, t.objects[i%len(t.objects)].GetName()); err != nil {
+				return nil, "", fmt.Errorf("GET at v1alpha1 (%s): %w", t.name, err)
+			}
+		}
+	}
+	calls := make([]harness.Histogram, len(targets))
+	for i, t := range targets {
+		after, err := harness.APIServerConversions(ctx, e.Kube, t.crd)
+		if err != nil {
+			return nil, "", err
+		}
+		calls[i] = after.Sub(before[i]).Total()
+	}
+	handler, _ := server.HandlerTimesByPath()
+	protocols := server.Protocols()
+	for i, t := range targets {
+		if served := len(handler[urlPath(t.url)]); int(calls[i].Count) != reads || served != reads {
+			return nil, fmt.Sprintf("%d GETs, %.0f calls timed by the apiserver, %d served by %s", reads, calls[i].Count, served, t.url), nil
+		}
+	}
+	timings := make([]callTiming, len(targets))
+	for i, t := range targets {
+		timings[i] = callTiming{mean: time.Duration(float64(time.Second) * calls[i].Sum / calls[i].Count), p50: calls[i].Quantile(0.5)}
+		hs := summarize(handler[urlPath(t.url)])
+		r.Addf("conversion call floor, apiserver, one GET at a time: "+t.name,
+			fmt.Sprintf("%d GETs at v1alpha1, one call each, in turn with the other webhook's, %v in all; %.0f%% ≤ 1 ms, %.0f%% ≤ 2 ms (the first buckets: p50 ≤ 0.5 ms needs all ≤ 1 ms); handler p50 %s, mean %s; object %s",
+				reads, protocols, 100*calls[i].Within(0.001), 100*calls[i].Within(0.002), hs.p50, hs.mean, objectSize(t.objects[0])),
+			"mean %s, p50 %.2f ms / p99 %.2f ms", timings[i].mean.Round(time.Microsecond), 1000*calls[i].Quantile(0.5), 1000*calls[i].Quantile(0.99))
+	}
+	return timings, "", nil
+}
+
+// urlPath is the path of a webhook's URL, as its server's timing keys it.
+func urlPath(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil {
-		return callTiming{}, false, "", err
+		return raw
 	}
-	handler, _ := t.server.HandlerTimes()
-	protocols := t.server.Protocols()
-	calls := after.Sub(before).Total()
-	if int(calls.Count) != reads || len(handler) != reads {
-		return callTiming{}, false, fmt.Sprintf("%d GETs, %.0f calls timed by the apiserver, %d served by %s", reads, calls.Count, len(handler), t.url), nil
-	}
-	mean := time.Duration(float64(time.Second) * calls.Sum / calls.Count)
-	hs := summarize(handler)
-	r.Addf("conversion call floor, apiserver, one GET at a time: "+t.name,
-		fmt.Sprintf("%d GETs at v1alpha1, one call each, %v; %.0f%% ≤ 1 ms, %.0f%% ≤ 2 ms (the first buckets: p50 ≤ 0.5 ms needs all ≤ 1 ms); handler p50 %s, mean %s; object %s",
-			reads, protocols, 100*calls.Within(0.001), 100*calls.Within(0.002), hs.p50, hs.mean, objectSize(t.objects[0])),
-		"mean %s, p50 %.2f ms / p99 %.2f ms", mean.Round(time.Microsecond), 1000*calls.Quantile(0.5), 1000*calls.Quantile(0.99))
-	return callTiming{mean: mean, p50: calls.Quantile(0.5)}, true, "", nil
+	return u.Path
 }
 
 func objectSize(obj *unstructured.Unstructured) string {
@@ -205,14 +237,48 @@ func reviewClient(caBundle []byte, http2 bool) (*http.Client, error) {
 	return &http.Client{Timeout: 10 * time.Second, Transport: transport}, nil
 }
 
-// timeReviews sends the review asking for each of t's objects at v1alpha1, reads times in
-// turn, and reports the round trip as the client times it; it returns the mean.
-func timeReviews(ctx context.Context, client *http.Client, t floorTarget, reads int, r *Result) (time.Duration, error) {
-	bodies := make([][]byte, len(t.objects))
-	for i, obj := range t.objects {
+// timeReviews sends the review asking for each target's objects at v1alpha1, reads times per
+// target, the targets in turn as timeReadsOnce reads them, and reports the round trip as the
+// client times it; it returns each target's summary.
+func timeReviews(ctx context.Context, client *http.Client, targets []floorTarget, reads int, r *Result) ([]durations, error) {
+	bodies := make([][][]byte, len(targets))
+	for i, t := range targets {
+		var err error
+		if bodies[i], err = reviewBodies(t.objects); err != nil {
+			return nil, err
+		}
+	}
+	taken := make([][]time.Duration, len(targets))
+	protos := make([]string, len(targets))
+	for i := range reads + 1 {
+		for j := range targets {
+			k := (i + j) % len(targets)
+			began := time.Now()
+			var err error
+			if protos[k], err = postReview(ctx, client, targets[k].url, bodies[k][i%len(bodies[k])]); err != nil {
+				return nil, fmt.Errorf("review to %s: %w", targets[k].name, err)
+			}
+			if i > 0 { // the first round opens the connection
+				taken[k] = append(taken[k], time.Since(began))
+			}
+		}
+	}
+	out := make([]durations, len(targets))
+	for k, t := range targets {
+		out[k] = summarize(taken[k])
+		r.Addf("conversion call floor, Go client, one at a time: "+t.name, fmt.Sprintf("%d reviews of one object, %s over loopback TLS, connection kept, in turn with the other webhook's", reads, protos[k]),
+			"mean %s, p50 %s / p99 %s", out[k].mean, out[k].p50, out[k].p99)
+	}
+	return out, nil
+}
+
+// reviewBodies encodes, for each object, the review the apiserver sends to read it at v1alpha1.
+func reviewBodies(objects []*unstructured.Unstructured) ([][]byte, error) {
+	bodies := make([][]byte, len(objects))
+	for i, obj := range objects {
 		raw, err := obj.MarshalJSON()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		review := apix.ConversionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
@@ -220,25 +286,10 @@ func timeReviews(ctx context.Context, client *http.Client, t floorTarget, reads 
 				Objects: []runtime.RawExtension{{Raw: raw}}},
 		}
 		if bodies[i], err = json.Marshal(&review); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	taken := make([]time.Duration, 0, reads)
-	proto := ""
-	for i := range reads + 1 {
-		began := time.Now()
-		var err error
-		if proto, err = postReview(ctx, client, t.url, bodies[i%len(bodies)]); err != nil {
-			return 0, fmt.Errorf("review to %s: %w", t.name, err)
-		}
-		if i > 0 { // the first opens the connection
-			taken = append(taken, time.Since(began))
-		}
-	}
-	s := summarize(taken)
-	r.Addf("conversion call floor, Go client, one at a time: "+t.name, fmt.Sprintf("%d reviews of one object, %s over loopback TLS, connection kept", reads, proto),
-		"mean %s, p50 %s / p99 %s", s.mean, s.p50, s.p99)
-	return s.mean, nil
+	return bodies, nil
 }
 
 // postReview sends one review and checks the answer holds one object; it returns the HTTP

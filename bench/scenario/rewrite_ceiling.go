@@ -21,28 +21,24 @@ import (
 // Tasks' migration can reach is bounded by the first.
 const floorEtcdPrefix = "/registry/" + floorGroup + "/" + floorResource + "/"
 
-// rewriteCeilings reports both ceilings beside the Tasks' rates by method.
-func rewriteCeilings(ctx context.Context, e *harness.Env, f *floors, n int, rates map[string]float64, r *Result) (err error) {
+// The ceilings' names.
+const (
+	noWebhookCeiling  = "no conversion webhook"
+	renameOnlyCeiling = "the rename-only webhook, HTTP/1.1"
+)
+
+// timeCeiling times the bare client's rewrite of n Floors stored at v1alpha1 under conv
+// (called name), reports it and deletes the Floors again.
+func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, name string, conv *apix.CustomResourceConversion, n int, r *Result) (d time.Duration, err error) {
 	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
-	for _, c := range []struct {
-		name string
-		conv *apix.CustomResourceConversion
-	}{
-		{"no conversion webhook", &apix.CustomResourceConversion{Strategy: apix.NoneConverter}},
-		{"the rename-only webhook, HTTP/1.1", f.renameOnly()},
-	} {
-		e.Logf("rewriting %d Floors, %s", n, c.name)
-		d, calls, err := f.rewrite(ctx, e, c.name, c.conv, n, r)
-		if err != nil {
-			return fmt.Errorf("rewrite ceiling, %s: %w", c.name, err)
-		}
-		r.Addf("rewrite ceiling, bare client: "+c.name, fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object; the Tasks' bare client ÷ this: %.2f",
-			n, rate(n, d), calls, rates[methodBare]/rate(n, d)), "%s", secs(d))
-		if c.conv.Strategy == apix.NoneConverter {
-			r.Addf("migrate.Run speed ÷ the no-webhook ceiling", "objects/s, same run; goal ≥ 0.80", "%.2f", rates[methodMigrate]/rate(n, d))
-		}
+	e.Logf("rewriting %d Floors, %s", n, name)
+	d, calls, err := f.rewrite(ctx, e, name, conv, n, r)
+	if err != nil {
+		return 0, fmt.Errorf("rewrite ceiling, %s: %w", name, err)
 	}
-	return nil
+	r.Addf("rewrite ceiling, bare client: "+name, fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object", n, rate(n, d), calls),
+		"%s", secs(d))
+	return d, nil
 }
 
 // rewrite stores n Floors at v1alpha1 under conv (called name), moves the storage version to v1 and times the

@@ -45,7 +45,7 @@ type ConversionServer struct {
 // of a conversion call, at a resolution the apiserver's histogram (1 ms buckets and up) lacks.
 type handlerTiming struct {
 	mu    sync.Mutex
-	taken []time.Duration
+	taken []timedRequest
 	// protocols counts requests by HTTP version ("HTTP/1.1", "HTTP/2.0").
 	protocols map[string]int
 	// handshakes counts TLS handshakes: a client that reuses its connections makes few.
@@ -58,7 +58,7 @@ func (t *handlerTiming) wrap(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 		d := time.Since(began)
 		t.mu.Lock()
-		t.taken = append(t.taken, d)
+		t.taken = append(t.taken, timedRequest{path: r.URL.Path, taken: d})
 		if t.protocols == nil {
 			t.protocols = map[string]int{}
 		}
@@ -67,12 +67,32 @@ func (t *handlerTiming) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// timedRequest is one request's time inside the handler registered at path.
+type timedRequest struct {
+	path  string
+	taken time.Duration
+}
+
 // HandlerTimes returns how long each request took in the handler since the last call, and the
 // TLS handshakes meanwhile, and starts afresh.
 func (s *ConversionServer) HandlerTimes() ([]time.Duration, int64) {
+	byPath, handshakes := s.HandlerTimesByPath()
+	var out []time.Duration
+	for _, taken := range byPath {
+		out = append(out, taken...)
+	}
+	return out, handshakes
+}
+
+// HandlerTimesByPath is HandlerTimes keyed by the handler's path: a benchmark that sends the
+// requests of two webhooks on one server in turn tells them apart.
+func (s *ConversionServer) HandlerTimesByPath() (map[string][]time.Duration, int64) {
 	s.timing.mu.Lock()
 	defer s.timing.mu.Unlock()
-	out := s.timing.taken
+	out := map[string][]time.Duration{}
+	for _, req := range s.timing.taken {
+		out[req.path] = append(out[req.path], req.taken)
+	}
 	s.timing.taken = nil
 	return out, s.timing.handshakes.Swap(0)
 }
