@@ -156,7 +156,7 @@ func timeReads(ctx context.Context, e *harness.Env, targets []floorTarget, reads
 		}
 		spoiled = note
 	}
-	r.Violation("conversion call floor: not one call per GET", 1, fmt.Sprintf("in %d windows; the last: %s", floorAttempts, spoiled))
+	r.Violation("conversion call floor: not one call per GET through "+targets[0].name+" and "+targets[len(targets)-1].name, 1, fmt.Sprintf("in %d windows; the last: %s", floorAttempts, spoiled))
 	return nil, false, nil
 }
 

@@ -97,12 +97,12 @@ func (f *floors) point(ctx context.Context, crd, url string, ca []byte) error {
 // rebuilt watch caches list their objects), so that nothing else runs while t is timed.
 func waitServed(ctx context.Context, e *harness.Env, t floorTarget) error {
 	err := testenv.Poll(ctx, time.Minute, 200*time.Millisecond, "the apiserver to call "+t.url, func(ctx context.Context) (bool, error) {
-		t.server.HandlerTimes()
+		t.server.HandlerTimesByPath()
 		if err := t.read(ctx, t.objects[0].GetName()); err != nil {
 			return false, err
 		}
-		served, _ := t.server.HandlerTimes()
-		return len(served) > 0, nil
+		served, _ := t.server.HandlerTimesByPath()
+		return len(served[urlPath(t.url)]) > 0, nil
 	})
 	if err != nil {
 		return err

@@ -17,8 +17,8 @@ import (
 
 // The rewrite ceiling asks how fast this machine's apiserver and etcd rewrite n objects of a
 // Task's size stored at v1alpha1 when conversion costs nothing: the bare client's rewrite of
-// Floors, first with no conversion webhook at all, then with the rename-only one. What the
-// Tasks' migration can reach is bounded by the first.
+// Floors with no conversion webhook at all (twice, in turn with migrate.Run: againstCeiling),
+// then with the rename-only one. What the Tasks' migration can reach is bounded by the first.
 const floorEtcdPrefix = "/registry/" + floorGroup + "/" + floorResource + "/"
 
 // The ceilings' names.
@@ -27,24 +27,40 @@ const (
 	renameOnlyCeiling = "the rename-only webhook, HTTP/1.1"
 )
 
-// timeCeiling times the bare client's rewrite of n Floors stored at v1alpha1 under conv
-// (called name), reports it and deletes the Floors again.
-func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, name string, conv *apix.CustomResourceConversion, n int, r *Result) (d time.Duration, err error) {
-	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
-	e.Logf("rewriting %d Floors, %s", n, name)
-	d, calls, err := f.rewrite(ctx, e, name, conv, n, r)
-	if err != nil {
-		return 0, fmt.Errorf("rewrite ceiling, %s: %w", name, err)
+// ceiling is one timing of a rewrite ceiling: name says which conversion conv is, label tells
+// two timings of one apart, profile asks for CPU profiles meanwhile.
+type ceiling struct {
+	name, label string
+	conv        *apix.CustomResourceConversion
+	profile     bool
+}
+
+func (c ceiling) String() string {
+	if c.label == "" {
+		return c.name
 	}
-	r.Addf("rewrite ceiling, bare client: "+name, fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object", n, rate(n, d), calls),
-		"%s", secs(d))
+	return c.name + ", " + c.label
+}
+
+// timeCeiling times the bare client's rewrite of n Floors stored at v1alpha1 under c's
+// conversion, reports it beside the Tasks' bare client (bare objects/s) and deletes the Floors
+// again; it returns the time.
+func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, c ceiling, n int, bare float64, r *Result) (d time.Duration, err error) {
+	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
+	e.Logf("rewriting %d Floors, %s", n, c)
+	d, calls, err := f.rewrite(ctx, e, c, n, r)
+	if err != nil {
+		return 0, fmt.Errorf("rewrite ceiling, %s: %w", c, err)
+	}
+	r.Addf("rewrite ceiling, bare client: "+c.String(), fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object; the Tasks' bare client ÷ this: %.2f",
+		n, rate(n, d), calls, bare/rate(n, d)), "%s", secs(d))
 	return d, nil
 }
 
-// rewrite stores n Floors at v1alpha1 under conv (called name), moves the storage version to v1 and times the
-// bare client's rewrite; it returns the time and the conversion calls per object.
-func (f *floors) rewrite(ctx context.Context, e *harness.Env, name string, conv *apix.CustomResourceConversion, n int, r *Result) (time.Duration, float64, error) {
-	if err := f.install(ctx, "v1alpha1", conv, anyFields); err != nil {
+// rewrite stores n Floors at v1alpha1 under c's conversion, moves the storage version to v1 and
+// times the bare client's rewrite; it returns the time and the conversion calls per object.
+func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, r *Result) (time.Duration, float64, error) {
+	if err := f.install(ctx, "v1alpha1", c.conv, anyFields); err != nil {
 		return 0, 0, err
 	}
 	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
@@ -71,11 +87,18 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, name string, conv 
 	if err != nil {
 		return 0, 0, err
 	}
+	waitProfiles, err := profileIf(ctx, e, c.profile, n, "rewrite ceiling, "+c.String(), r)
+	if err != nil {
+		return 0, 0, err
+	}
 	began := time.Now()
 	done, err := bareRewrite(ctx, f.in("v1"), migrate.DefaultPageSize, migrate.DefaultConcurrency)
 	d := time.Since(began)
 	if err != nil {
 		return 0, 0, err
+	}
+	if err := waitProfiles(); err != nil {
+		return 0, 0, fmt.Errorf("profiles: %w", err)
 	}
 	if done != n {
 		return 0, 0, fmt.Errorf("rewrote %d Floors, want %d", done, n)
@@ -95,7 +118,7 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, name string, conv 
 			notV1++
 		}
 	}
-	r.Violation("rewrite ceiling, "+name+": Floors not at v1 in etcd", notV1+abs(n-len(stored)), fmt.Sprintf("%d stored, %d created", len(stored), n))
+	r.Violation("rewrite ceiling, "+c.String()+": Floors not at v1 in etcd", notV1+abs(n-len(stored)), fmt.Sprintf("%d stored, %d created", len(stored), n))
 	return d, after.Sub(before).Total().Count / float64(n), nil
 }
 
