@@ -232,6 +232,10 @@ func (cp *ControlPlane) startComponent(name string, args []string) error {
 		return err
 	}
 	cp.procs = append(cp.procs, p)
+	if cp.args == nil {
+		cp.args = map[string][]string{}
+	}
+	cp.args[name] = args
 	return cp.watchdog.watch(p.PID())
 }
 

@@ -248,3 +248,23 @@ func podPhases(pods []corev1.Pod) map[string]corev1.PodPhase {
 	}
 	return phases
 }
+
+// A restarted kube-controller-manager is a new process with the same controllers: a Job
+// created after the restart completes.
+func TestRestartedControllerManagerRunsJobsAgain(t *testing.T) {
+	cp, cs, ns := fullCluster(t)
+	before := cp.PIDs()[testenv.KubeControllerManager]
+	if err := cp.RestartComponent(testenv.KubeControllerManager); err != nil {
+		t.Fatal(err)
+	}
+	if after := cp.PIDs()[testenv.KubeControllerManager]; after == before || after == 0 {
+		t.Fatalf("kube-controller-manager pid %d before the restart, %d after", before, after)
+	}
+	if err := cp.RestartComponent("kube-proxy"); err == nil {
+		t.Error("restarting a component the control plane never started succeeded")
+	}
+	waitJobCondition(t, cs, createJob(t, cs, ns, nil, nil), batchv1.JobComplete)
+	if err := cp.Alive(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"example.com/task-operator/internal/process"
 )
 
 // The components of a control plane: the processes it runs, whether they live, what they log.
@@ -83,4 +86,23 @@ func (cp *ControlPlane) componentError(component string, err error, logsOf ...st
 		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", logTailLines, cp.logPath(name), Tail(cp.Logs(name), logTailLines))
 	}
 	return fmt.Errorf("%s: %w%s", component, err, b.String())
+}
+
+// RestartComponent stops one of the components the control plane started itself
+// (kube-controller-manager, kube-scheduler, KWOK) and starts it again with the same arguments,
+// as an administrator restarts one to drop what it holds in memory. Its log until then moves
+// to <component>.log.1. Not safe to call concurrently with Alive, PIDs or Stop.
+func (cp *ControlPlane) RestartComponent(name string) error {
+	i := slices.IndexFunc(cp.procs, func(p *process.Proc) bool { return p.Name() == name })
+	if i < 0 {
+		return fmt.Errorf("restart %s: not a component this control plane started (%v)", name, cp.Components())
+	}
+	if err := cp.procs[i].Stop(stopGrace); err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
+	}
+	if err := os.Rename(cp.logPath(name), cp.logPath(name)+".1"); err != nil {
+		return fmt.Errorf("restart %s: keep its log: %w", name, err)
+	}
+	cp.procs = slices.Delete(cp.procs, i, i+1)
+	return cp.startComponent(name, cp.args[name])
 }

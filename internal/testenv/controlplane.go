@@ -45,8 +45,9 @@ type ControlPlane struct {
 	kubeconfig []byte
 	env        *envtest.Environment
 	envLogs    []*os.File
-	envPIDs    map[string]int  // etcd and kube-apiserver, started by envtest
-	procs      []*process.Proc // started by us
+	envPIDs    map[string]int      // etcd and kube-apiserver, started by envtest
+	procs      []*process.Proc     // started by us
+	args       map[string][]string // each of procs' arguments, by name, for RestartComponent
 	watchdog   *watchdog
 
 	etcdMu sync.Mutex
