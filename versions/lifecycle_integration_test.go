@@ -47,6 +47,7 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 	keys := env.previousRelease(ctx, t, ns, 12)
 	op := env.startOperator(ctx, t, "walk")
 	env.waitStoredAtV1(ctx, t)
+	env.restartControllerManager(t)
 	env.waitGarbageCollector(ctx, t, ns)
 
 	alpha := env.upgrade.Tasks("v1alpha1", ns)
@@ -184,9 +185,9 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 		opts := fast
 		opts.Migrate, opts.RewriteOwnerRefs = true, true
 		// A controller of kube-controller-manager may watch at v1alpha1 again for a while after
-		// a CRD change, and the garbage collector GETs the dependent's owner there until its next
-		// discovery pass: retire rightly refuses while they do, and, as a person would, the step
-		// runs it again until they have moved.
+		// a CRD change, and the garbage collector GETs the dependent's owner there, backing off,
+		// until it has observed it: retire rightly refuses while they do, and, as a person
+		// would, the step runs it again until they have stopped.
 		// What the attempts did adds up: the first moves the fields and rewrites the dependent,
 		// a later one finds nothing left.
 		var err error
@@ -201,7 +202,7 @@ func TestRetiringV1alpha1KeepsEverythingWorking(t *testing.T) {
 			if !(blockedBy(err, "watches") || blockedBy(err, "requests")) || time.Now().After(deadline) {
 				break
 			}
-			t.Logf("a watch or requests at v1alpha1 (kube-controller-manager's, until its next discovery pass) still block; again in 3s:\n%v", err)
+			t.Logf("a watch or requests at v1alpha1 (kube-controller-manager's, for a while) still block; again in 3s:\n%v", err)
 		}
 		requireBlocked(t, err, "writers")
 		if rewritten != 1 || moved != 1 {

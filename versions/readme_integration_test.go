@@ -13,8 +13,9 @@ import (
 )
 
 // TestREADMERetiringAVersionRunsAsWritten runs the blocks of the README's "Retiring a version"
-// as written, on a cluster of the previous release upgraded by the operator: Tasks stored at
-// v1alpha1 and a ConfigMap owned through a v1alpha1 ownerReference.
+// as written, on a cluster of the previous release upgraded by the operator (and
+// kube-controller-manager restarted, as the runbook says): Tasks stored at v1alpha1 and a
+// ConfigMap owned through a v1alpha1 ownerReference.
 func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 	blocks := testenv.READMEBlocks(t, "retire-report", "retire-deprecate", "retire", "retire-rollback")
 	env := cluster(t)
@@ -23,9 +24,8 @@ func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 	keys := env.previousRelease(ctx, t, ns, 6)
 	env.startOperator(ctx, t, "readme")
 	env.waitStoredAtV1(ctx, t)
+	env.restartControllerManager(t)
 	env.waitGarbageCollector(ctx, t, ns)
-	// The garbage collector may have started watching Tasks at v1alpha1, the only version then;
-	// it moves to v1 at a discovery pass of its own, and the runbook's retire would wait for it.
 	env.awaitReport(t, "no watch left at v1alpha1", func(r *versions.Report) error {
 		if w := r.Version("v1alpha1").LiveWatches; w != 0 {
 			return fmt.Errorf("%v watches open at v1alpha1", w)
@@ -47,20 +47,10 @@ func TestREADMERetiringAVersionRunsAsWritten(t *testing.T) {
 		}
 	}
 	testenv.RunREADME(t, env.cp, "retire-deprecate", blocks["retire-deprecate"], time.Minute)
-	// Deprecating changes the CRD, which closes every watch; a controller of
-	// kube-controller-manager may watch at v1alpha1 again until its next discovery pass, and
-	// the retire block would rightly refuse. Wait until no watch has been open there for a while.
-	quiet := 0
-	env.awaitReport(t, "no watch at v1alpha1 after the deprecation, three reports in a row", func(r *versions.Report) error {
-		if w := r.Version("v1alpha1").LiveWatches; w != 0 {
-			quiet = 0
-			return fmt.Errorf("%v watches open at v1alpha1", w)
-		}
-		if quiet++; quiet < 3 {
-			return fmt.Errorf("quiet for %d reports", quiet)
-		}
-		return nil
-	})
+	// The garbage collector GETs the dependent's owner at v1alpha1 when it sees the
+	// dependent, backing off while it has not observed the owner: the retire block would
+	// rightly refuse while it does. Wait for a quiet stretch of three --observe windows.
+	env.awaitQuiet(t, "v1alpha1", 3*versions.DefaultObserve)
 	out = testenv.RunREADME(t, env.cp, "retire", blocks["retire"], 3*time.Minute)
 	if !strings.Contains(out, "v1alpha1 is no longer served") || served(ctx, t, env.cfg, "v1alpha1") {
 		t.Errorf("v1alpha1 still served after the retire block")

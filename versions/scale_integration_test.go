@@ -58,7 +58,8 @@ func TestLifecycleAtScale(t *testing.T) {
 		t.Logf("%s: %s for %d objects, %.0f apiserver requests (%.3f per object)", what, took.Round(time.Millisecond), objects, reqs, reqs/float64(objects))
 	}
 	// kube-controller-manager's garbage collector watched Tasks at v1alpha1 while it was the
-	// only version; it moves to v1 at a discovery pass of its own.
+	// only version, and keeps that watch until it restarts.
+	env.restartControllerManager(t)
 	env.awaitReport(t, "no watch left at v1alpha1", func(r *versions.Report) error {
 		if w := r.Version("v1alpha1").LiveWatches; w != 0 {
 			return fmt.Errorf("%v watches open at v1alpha1", w)
