@@ -111,11 +111,11 @@ func (p *Proc) ExitErr() (exited bool, err error) {
 	}
 }
 
-// errKilled says that a process ignored SIGTERM for its whole grace period.
-var errKilled = errors.New("killed: still running after SIGTERM and the grace period")
+// ErrKilled says that a process ignored SIGTERM for its whole grace period and was killed.
+var ErrKilled = errors.New("killed: still running after SIGTERM and the grace period")
 
 // Stop asks the process group to terminate and kills it after grace; the error wraps
-// errKilled when it took SIGKILL.
+// ErrKilled when it took SIGKILL.
 func (p *Proc) Stop(grace time.Duration) error {
 	p.SignalGroup(syscall.SIGTERM)
 	if p.Wait(grace) {
@@ -124,7 +124,7 @@ func (p *Proc) Stop(grace time.Duration) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
-	return fmt.Errorf("stop %s: %w", p.name, errKilled)
+	return fmt.Errorf("stop %s: %w", p.name, ErrKilled)
 }
 
 // Kill sends SIGKILL to the process group and waits for the leader to be reaped.
@@ -153,7 +153,7 @@ func StopAll(procs []*Proc, grace time.Duration) error {
 	var wg sync.WaitGroup
 	for i, p := range procs {
 		wg.Go(func() {
-			if err := p.Stop(grace); !errors.Is(err, errKilled) {
+			if err := p.Stop(grace); !errors.Is(err, ErrKilled) {
 				errs[i] = err
 			}
 		})

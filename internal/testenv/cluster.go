@@ -219,8 +219,22 @@ func (cp *ControlPlane) controllers() string {
 	return controllers + ",deployment,replicaset,endpointslice,disruption"
 }
 
-// startComponent runs one of BinDir's binaries and lets the watchdog know.
+// startComponent launches a component and records it and its arguments.
 func (cp *ControlPlane) startComponent(name string, args []string) error {
+	p, err := cp.launch(name, args)
+	if p != nil {
+		cp.procs = append(cp.procs, p)
+		if cp.args == nil {
+			cp.args = map[string][]string{}
+		}
+		cp.args[name] = args
+	}
+	return err
+}
+
+// launch runs one of BinDir's binaries and lets the watchdog know; the process is returned
+// whenever it started, the watchdog's error with it.
+func (cp *ControlPlane) launch(name string, args []string) (*process.Proc, error) {
 	env := os.Environ()
 	if name == KWOK {
 		// KWOK also loads ~/.kwok/kwok.yaml; a person's own file must not
@@ -229,14 +243,9 @@ func (cp *ControlPlane) startComponent(name string, args []string) error {
 	}
 	p, err := process.Start(process.Spec{Name: name, Bin: filepath.Join(cp.opts.BinDir, name), Args: args, Env: env, LogPath: cp.logPath(name)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cp.procs = append(cp.procs, p)
-	if cp.args == nil {
-		cp.args = map[string][]string{}
-	}
-	cp.args[name] = args
-	return cp.watchdog.watch(p.PID())
+	return p, cp.watchdog.watch(p.PID())
 }
 
 // NodeName returns the name of the i-th fake Node (0-based).

@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -259,6 +260,10 @@ func TestRestartedControllerManagerRunsJobsAgain(t *testing.T) {
 	}
 	if after := cp.PIDs()[testenv.KubeControllerManager]; after == before || after == 0 {
 		t.Fatalf("kube-controller-manager pid %d before the restart, %d after", before, after)
+	}
+	kept, err := filepath.Glob(filepath.Join(cp.LogDir, testenv.KubeControllerManager+".log.*"))
+	if err != nil || len(kept) == 0 {
+		t.Errorf("the log before the restart was not kept: %v %v", kept, err)
 	}
 	if err := cp.RestartComponent("kube-proxy"); err == nil {
 		t.Error("restarting a component the control plane never started succeeded")

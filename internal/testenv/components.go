@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -91,18 +92,42 @@ func (cp *ControlPlane) componentError(component string, err error, logsOf ...st
 // RestartComponent stops one of the components the control plane started itself
 // (kube-controller-manager, kube-scheduler, KWOK) and starts it again with the same arguments,
 // as an administrator restarts one to drop what it holds in memory. Its log until then moves
-// to <component>.log.1. Not safe to call concurrently with Alive, PIDs or Stop.
+// to <component>.log.N, the first N free. If the new process fails to start, the old one stays
+// listed, exited, so that Alive reports it. Not safe to call concurrently with Alive, PIDs or
+// Stop.
 func (cp *ControlPlane) RestartComponent(name string) error {
 	i := slices.IndexFunc(cp.procs, func(p *process.Proc) bool { return p.Name() == name })
 	if i < 0 {
 		return fmt.Errorf("restart %s: not a component this control plane started (%v)", name, cp.Components())
 	}
-	if err := cp.procs[i].Stop(stopGrace); err != nil {
+	// One that needed SIGKILL after the grace period is gone all the same.
+	if err := cp.procs[i].Stop(stopGrace); err != nil && !errors.Is(err, process.ErrKilled) {
 		return fmt.Errorf("restart %s: %w", name, err)
 	}
-	if err := os.Rename(cp.logPath(name), cp.logPath(name)+".1"); err != nil {
-		return fmt.Errorf("restart %s: keep its log: %w", name, err)
+	if err := keepLog(cp.logPath(name)); err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
 	}
-	cp.procs = slices.Delete(cp.procs, i, i+1)
-	return cp.startComponent(name, cp.args[name])
+	p, err := cp.launch(name, cp.args[name])
+	if p != nil {
+		cp.procs[i] = p
+	}
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
+	}
+	return nil
+}
+
+// keepLog moves a log aside to path.N, the first N not taken; a missing log is not an error.
+func keepLog(path string) error {
+	for n := 1; ; n++ {
+		kept := fmt.Sprintf("%s.%d", path, n)
+		if _, err := os.Stat(kept); err == nil {
+			continue
+		}
+		err := os.Rename(path, kept)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
 }
