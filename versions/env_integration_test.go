@@ -385,8 +385,22 @@ func (env *testEnv) waitGarbageCollector(ctx context.Context, t testing.TB, ns s
 // becomes the preferred version (kubernetes/kubernetes#79610); only a restart closes the watch.
 // A cluster that ran the previous release for a while is always in that state; a test cluster
 // only when the collector's pass fell between the two installs, so the tests always restart.
+// Discovery follows the CRD on its own schedule: the restart waits until it prefers v1, or the
+// new collector's first pass would watch at v1alpha1 again.
 func (env *testEnv) restartControllerManager(t testing.TB) {
 	t.Helper()
+	testenv.Eventually(t, time.Minute, "discovery to prefer example.com/v1", func(ctx context.Context) (bool, error) {
+		groups, err := env.kube.Discovery().ServerGroups()
+		if err != nil {
+			return false, err
+		}
+		for _, g := range groups.Groups {
+			if g.Name == taskv1.Group {
+				return g.PreferredVersion.Version == "v1", fmt.Errorf("preferred %s", g.PreferredVersion.Version)
+			}
+		}
+		return false, fmt.Errorf("no group %s", taskv1.Group)
+	})
 	if err := env.cp.RestartComponent(testenv.KubeControllerManager); err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func (c *clients) preflight(ctx context.Context, opts Options, r *Report, versio
 			who = "by the audit log: " + w
 		}
 		out = append(out, Blocker{Check: "watches", What: fmt.Sprintf("%.0f watches are open at %s (%s)", v.LiveWatches, version, who),
-			Fix: "stop those clients or move them to " + r.StorageVersion + " (a watch held since the upgrade may be kube-controller-manager's garbage collector's: restart kube-controller-manager)", Forceable: true})
+			Fix: "stop those clients or move them to " + r.StorageVersion + " (a watch held since the upgrade may be kube-controller-manager's, its garbage collector's or resource quota controller's: restart kube-controller-manager)", Forceable: true})
 	}
 	if w := recentWriters(v, opts.RecentWindow, r.Taken); len(w) > 0 {
 		out = append(out, Blocker{Check: "writers", What: fmt.Sprintf("the admission webhook recorded writes at %s within %s: %s", version, opts.RecentWindow, joinStrings(w)),

@@ -31,6 +31,11 @@ func TestLifecycleAtScale(t *testing.T) {
 	if err := env.upgrade.UpgradeCRD(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// kube-controller-manager's garbage collector watched Tasks at v1alpha1 while it was the
+	// only version, and keeps that watch until it restarts; restarted before the dependents
+	// exist, it has observed every owner when they come.
+	env.restartControllerManager(t)
+	env.waitGarbageCollector(ctx, t, ns)
 	if _, err := migrateAll(ctx, env); err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +62,6 @@ func TestLifecycleAtScale(t *testing.T) {
 		reqs := env.requests(ctx, t) - before
 		t.Logf("%s: %s for %d objects, %.0f apiserver requests (%.3f per object)", what, took.Round(time.Millisecond), objects, reqs, reqs/float64(objects))
 	}
-	// kube-controller-manager's garbage collector watched Tasks at v1alpha1 while it was the
-	// only version, and keeps that watch until it restarts.
-	env.restartControllerManager(t)
 	env.awaitReport(t, "no watch left at v1alpha1", func(r *versions.Report) error {
 		if w := r.Version("v1alpha1").LiveWatches; w != 0 {
 			return fmt.Errorf("%v watches open at v1alpha1", w)
