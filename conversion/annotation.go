@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	kjson "sigs.k8s.io/json"
+
+	"example.com/task-operator/internal/jsonvalue"
 )
 
 // PreservedAnnotation carries, on a Task read at an old version, the hub fields that version
@@ -52,19 +55,17 @@ type preserved struct {
 // encode renders p as the annotation's value: compact JSON without HTML escaping (which would
 // turn every <, > and & into six bytes), gzipped when large and that is shorter.
 func (p *preserved) encode() (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	raw, err := p.appendJSON(nil)
+	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", PreservedAnnotation, err)
 	}
-	plain := strings.TrimSuffix(buf.String(), "\n")
+	plain := string(raw)
 	if len(plain) <= compressAbove {
 		return plain, nil
 	}
 	var zipped bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
-	_, _ = zw.Write([]byte(plain))
+	_, _ = zw.Write(raw)
 	if err := zw.Close(); err != nil {
 		return "", fmt.Errorf("compress %s: %w", PreservedAnnotation, err)
 	}
@@ -72,6 +73,32 @@ func (p *preserved) encode() (string, error) {
 		return packed, nil
 	}
 	return plain, nil
+}
+
+// appendJSON appends p as a json.Encoder without HTML escaping writes it (fields in the
+// struct's order, owners omitted when empty, keys sorted), without its reflection:
+// TestPreservedEncodesAsEncodingJSON holds the two together.
+func (p *preserved) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(p.Format), 10)
+	dst = append(dst, `,"spec":`...)
+	dst, _ = jsonvalue.Append(dst, p.SpecFingerprint, false)
+	dst = append(dst, `,"status":`...)
+	dst, _ = jsonvalue.Append(dst, p.StatusFingerprint, false)
+	if len(p.Owners) > 0 {
+		owners := make(map[string]any, len(p.Owners))
+		for k, v := range p.Owners {
+			owners[string(k)] = v
+		}
+		dst = append(dst, `,"owners":`...)
+		dst, _ = jsonvalue.Append(dst, owners, false)
+	}
+	dst = append(dst, `,"patch":`...)
+	dst, err := jsonvalue.Append(dst, p.Patch, false)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
 }
 
 // maxPreservedBytes bounds a decompressed annotation: the apiserver limits all annotations
@@ -197,7 +224,7 @@ func decodeOnce(raw []byte) (p *preserved, decided bool) {
 // fingerprint identifies a decoded JSON value: the first 16 hex digits of the SHA-256 of its
 // canonical JSON (encoding/json sorts map keys). It detects edits, it authenticates nothing.
 func fingerprint(v any) string {
-	raw, err := json.Marshal(v)
+	raw, err := jsonvalue.Append(nil, v, true)
 	if err != nil {
 		return "" // decoded JSON always encodes
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -176,5 +177,32 @@ func TestForgedAnnotationKeysCostBoundedWork(t *testing.T) {
 					allocated>>20, took, limit>>20)
 			}
 		})
+	}
+}
+
+// TestPreservedEncodesAsEncodingJSON holds the annotation's hand-written encoding to what a
+// json.Encoder without HTML escaping writes for the struct: an older release wrote (and a newer
+// one reads) the same bytes.
+func TestPreservedEncodesAsEncodingJSON(t *testing.T) {
+	for _, p := range []*preserved{
+		{Format: preservedFormat},
+		{Format: preservedFormat, SpecFingerprint: "abc", StatusFingerprint: "<&>", Patch: body{}},
+		{Format: 7, Owners: map[path]string{"status.lastJob.name": "1", "spec.runner.http.url": "2"},
+			Patch: body{"spec": map[string]any{"timeout": "5m", "env": []any{map[string]any{"name": "A", "value": "<b> & \u2028"}}}, "status": nil}},
+		{Format: preservedFormat, Owners: map[path]string{}, Patch: body{"spec": map[string]any{"x": 1.5, "y": int64(-3), "z": true}}},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(p); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := bytes.TrimSuffix(want.Bytes(), []byte{'\n'}); !bytes.Equal(got, w) {
+			t.Errorf("appendJSON\n got %s\nwant %s", got, w)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
+
+	"example.com/task-operator/internal/jsonvalue"
 )
 
 // A body is the part of a Task that versions map: {"spec": ..., "status": ...}, as decoded JSON.
@@ -39,7 +41,7 @@ func toBody(typed any) (body, error) {
 // fromBody decodes b into typed through JSON, so that a value of the wrong type is reported
 // with the path of its field (encoding/json names it), e.g. "spec.retry.maxRetries".
 func fromBody(b body, typed any) error {
-	raw, err := json.Marshal(b)
+	raw, err := jsonvalue.Append(nil, b, true) // json.Marshal's bytes, without its reflection
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func diff(from, to map[string]any) map[string]any {
 			}
 			continue
 		}
-		if !reflect.DeepEqual(have, want) {
+		if !jsonvalue.Equal(have, want) {
 			patch[key] = want
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	kjson "sigs.k8s.io/json"
+
+	"example.com/task-operator/internal/jsonvalue"
 )
 
 // decodeJSON decodes a JSON object as the apiserver and runtime.DefaultUnstructuredConverter
@@ -94,10 +96,12 @@ func sentBody(top map[string]json.RawMessage) []byte {
 // raw JSON and is written back as it came, never decoded into maps nor encoded from them.
 // Metadata that is not an object is decoded whole, for Convert to reject.
 func decodeMetadata(raw json.RawMessage) (any, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		// null decodes into a nil map without an error: it is no object either.
-		return decodeValue(raw)
+	fields, ok := jsonvalue.SplitObject(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+			// null decodes into a nil map without an error: it is no object either.
+			return decodeValue(raw)
+		}
 	}
 	meta := make(map[string]any, len(fields))
 	for key, v := range fields {
@@ -117,10 +121,10 @@ func decodeMetadata(raw json.RawMessage) (any, error) {
 // preservedOf, setAnnotation and nameOf, their only readers during a conversion).
 var decodedMetadata = map[string]bool{"annotations": true, "name": true, "namespace": true}
 
+// decodeValue decodes as sigs.k8s.io/json's UnmarshalCaseSensitivePreserveInts does, mostly
+// without its reflection (jsonvalue.Decode).
 func decodeValue(raw json.RawMessage) (any, error) {
-	var v any
-	err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v)
-	return v, err
+	return jsonvalue.Decode(raw)
 }
 
 // DecodeObject decodes a Task sent as JSON (by the apiserver, to a webhook).

@@ -13,6 +13,7 @@ import (
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"example.com/task-operator/conversion"
+	"example.com/task-operator/internal/jsonvalue"
 )
 
 // maxObjectBytes bounds one object of a ConversionReview: etcd refuses values over 1.5 MiB, so a
@@ -80,27 +81,26 @@ func (convertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error) {
 	var rv reviewHeader
 	dec := newReviewDecoder(body)
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := dec.open('{'); err != nil {
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
 	var pending []sentObject // objects that came before the uid and desired version
 	for dec.more() {
-		key, err := nextKey(dec)
+		key, err := dec.key()
 		if err != nil {
 			return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 		}
 		switch key {
 		case "apiVersion":
-			err = dec.decode(&rv.apiVersion)
+			err = dec.decodeString(&rv.apiVersion)
 		case "kind":
-			err = dec.decode(&rv.kind)
+			err = dec.decodeString(&rv.kind)
 		case "request":
 			var more []sentObject
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
 			pending = append(pending, more...)
 		default:
-			var skip json.RawMessage
-			err = dec.decode(&skip)
+			err = dec.skip()
 		}
 		if err != nil {
 			if key != "request" {
@@ -123,21 +123,21 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 // serveRequest reads the request object; objects are converted as they arrive once the uid
 // and the desired version are known (the apiserver sends them first), and kept until then
 // otherwise.
-func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
-	if err := expectDelim(dec, '{'); err != nil {
+func serveRequest(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
+	if err := dec.open('{'); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
 	var pending []sentObject
 	for dec.more() {
-		key, err := nextKey(dec)
+		key, err := dec.key()
 		if err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 		}
 		switch key {
 		case "uid":
-			err = dec.decode(&rv.uid)
+			err = dec.decodeString(&rv.uid)
 		case "desiredAPIVersion":
-			if err = dec.decode(&rv.desired); err == nil {
+			if err = dec.decodeString(&rv.desired); err == nil {
 				rv.version = conversion.ServedVersionOf(rv.desired)
 			}
 		case "objects":
@@ -145,8 +145,7 @@ func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 			more, err = serveObjects(dec, rv, out, pendingBefore+pendingSize(pending))
 			pending = append(pending, more...)
 		default:
-			var skip json.RawMessage
-			err = dec.decode(&skip)
+			err = dec.skip()
 		}
 		if err != nil {
 			if key != "objects" {
@@ -155,8 +154,7 @@ func serveRequest(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 			return nil, err
 		}
 	}
-	_, err := dec.token() // '}'
-	return pending, err
+	return pending, dec.close('}')
 }
 
 // pendingSize is the bytes of the objects kept until the uid and desired version are known.
@@ -170,8 +168,8 @@ func pendingSize(pending []sentObject) int {
 
 // serveObjects converts the objects as they arrive, or returns them when they came before the
 // uid or the desired version.
-func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
-	if err := expectDelim(dec, '['); err != nil {
+func serveObjects(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pendingBefore int) ([]sentObject, error) {
+	if err := dec.open('['); err != nil {
 		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
 	}
 	var pending []sentObject
@@ -195,8 +193,7 @@ func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 			return nil, err
 		}
 	}
-	_, err := dec.token() // ']'
-	return pending, err
+	return pending, dec.close(']')
 }
 
 // reviewResponder writes the response review as objects are converted: convertedObjects first, the
@@ -205,15 +202,12 @@ func serveObjects(dec reviewDecoder, rv *reviewHeader, out *reviewResponder, pen
 type reviewResponder struct {
 	w       http.ResponseWriter
 	buf     *bufio.Writer
-	enc     *json.Encoder
 	started bool
 	count   int
 }
 
 func newReviewResponder(w http.ResponseWriter, buf *bufio.Writer) *reviewResponder {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	return &reviewResponder{w: w, buf: buf, enc: enc}
+	return &reviewResponder{w: w, buf: buf}
 }
 
 // writeHead writes, once, the HTTP header and the response up to its first converted object.
@@ -260,7 +254,14 @@ func (o *reviewResponder) convert(rv reviewHeader, sent sentObject) error {
 		_ = o.buf.WriteByte(',')
 	}
 	o.count++
-	return o.enc.Encode(obj)
+	// Encoded as a json.Encoder without HTML escaping writes it, newline included, but
+	// without its reflection (jsonvalue), into the writer's free space when the object fits.
+	out, err := jsonvalue.Append(o.buf.AvailableBuffer(), obj, false)
+	if err != nil {
+		return err
+	}
+	_, err = o.buf.Write(append(out, '\n'))
+	return err
 }
 
 // finish closes the response with the result: success, or the error that stopped it.
