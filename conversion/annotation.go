@@ -214,9 +214,68 @@ func decodeOnce(raw []byte) (p *preserved, decided bool) {
 			return nil, false
 		}
 	}
+	if v, ok := jsonvalue.DecodeUnique(raw); ok {
+		if p, ok := preservedFrom(v); ok {
+			return p, true
+		}
+	}
 	p = &preserved{}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
 		return nil, false
+	}
+	return p, true
+}
+
+// preservedFrom maps the decoded annotation v onto preserved as sigs.k8s.io/json's decoding
+// into the struct does (case-sensitive keys, unknown keys ignored, null leaves a field zero),
+// without its reflection; ok is false for any value whose type differs from its field's, for
+// that decoding to judge. v must come from text without repeated keys (jsonvalue.DecodeUnique),
+// which encoding/json would merge. TestPreservedFromMatchesKubernetesJSON holds the two together.
+func preservedFrom(v any) (*preserved, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	p := &preserved{}
+	for key, value := range m {
+		if value == nil {
+			continue
+		}
+		switch key {
+		case "v":
+			n, ok := value.(int64)
+			if !ok || int64(int(n)) != n {
+				return nil, false
+			}
+			p.Format = int(n)
+		case "spec", "status":
+			s, ok := value.(string)
+			if !ok {
+				return nil, false
+			}
+			if key == "spec" {
+				p.SpecFingerprint = s
+			} else {
+				p.StatusFingerprint = s
+			}
+		case "owners":
+			owners, ok := value.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			p.Owners = make(map[path]string, len(owners))
+			for k, o := range owners {
+				s, ok := o.(string)
+				if !ok {
+					return nil, false
+				}
+				p.Owners[path(k)] = s
+			}
+		case "patch":
+			if p.Patch, ok = value.(map[string]any); !ok {
+				return nil, false
+			}
+		}
 	}
 	return p, true
 }

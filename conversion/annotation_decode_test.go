@@ -55,16 +55,33 @@ func TestDecodingWithoutTheProbeAgrees(t *testing.T) {
 		`{"v":2,"patch":{"metadata":{}}}`,
 		`{"v":"2"}`, `{"v":2.0}`, `{"v":2,"v":"x"}`, `{"v":null}`, `{"v":2,"owners":{"a":1}}`,
 		`{"spec":"a"}`, `{}`, `null`, `[]`, `"v"`, `2`, `{"v":2,"patch":{"spec":{"a":1}}}`,
+		`{"v":2,"owners":{"a":null}}`, `{"v":2,"owners":null,"patch":null,"spec":null}`, `{"v":2,"patch":{"spec":1}}`,
+		`{"v":2,"patch":{"spec":{"x":1},"spec":{"y":2}}}`, `{"v":2,"patch":{"spec":{"x":1}},"patch":{"status":{}}}`,
+		`{"v":2,"owners":{"a":"1"},"owners":{"b":"2"}}`, `{"v":9223372036854775807}`, `{"v":2,"spec":7}`, `{"v":2,"unknown":[1,{"a":2}]}`,
+		`{"v":2,"spec":"\u00e9","patch":{"spec":{"script":"a\nb"}}}`,
 	}
 	for _, v := range values {
-		wantP, wantOK, wantErr := probedPreserved(v)
-		gotP, gotOK, gotErr := decodePreserved(v)
-		if (wantErr == nil) != (gotErr == nil) || gotOK != wantOK {
-			t.Errorf("%s: got ok %t, error %v; the probe-first decoding: ok %t, error %v", v, gotOK, gotErr, wantOK, wantErr)
-			continue
-		}
-		if diff := cmp.Diff(wantP, gotP); diff != "" {
-			t.Errorf("%s: record differs (-probe first +now):\n%s", v, diff)
-		}
+		requireSameDecoding(t, v)
+	}
+}
+
+// FuzzPreservedDecodingAgrees: any annotation value decodes as the probe-first decoding with
+// sigs.k8s.io/json decodes it, whichever path decodePreserved takes.
+func FuzzPreservedDecodingAgrees(f *testing.F) {
+	f.Add(`{"v":2,"spec":"a","status":"b","owners":{"spec.runner.http.url":"c"},"patch":{"spec":{"timeout":"5m","env":[{"name":"A"}]}}}`)
+	f.Add(`{"v":2,"patch":{"spec":{"x":1},"spec":{"y":2}}}`)
+	f.Fuzz(func(t *testing.T, v string) { requireSameDecoding(t, v) })
+}
+
+func requireSameDecoding(t *testing.T, v string) {
+	t.Helper()
+	wantP, wantOK, wantErr := probedPreserved(v)
+	gotP, gotOK, gotErr := decodePreserved(v)
+	if (wantErr == nil) != (gotErr == nil) || gotOK != wantOK {
+		t.Errorf("%s: got ok %t, error %v; the probe-first decoding: ok %t, error %v", v, gotOK, gotErr, wantOK, wantErr)
+		return
+	}
+	if diff := cmp.Diff(wantP, gotP); diff != "" {
+		t.Errorf("%s: record differs (-probe first +now):\n%s", v, diff)
 	}
 }

@@ -13,4 +13,7 @@
 //   - ServedVersions and ServedVersionOf (versions.go); DecodeForConvert (decode.go) decodes a
 //     review's objects keeping metadata.managedFields raw, and their spec and status as sent for
 //     the typed decoding a conversion starts with.
+//
+// Decoded JSON is decoded, encoded and compared with internal/jsonvalue, encoding/json's and
+// sigs.k8s.io/json's bytes and values without their reflection: the /convert handler's hot path.
 package conversion

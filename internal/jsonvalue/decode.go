@@ -25,6 +25,15 @@ func Decode(data []byte) (any, error) {
 	return v, err
 }
 
+// DecodeUnique is Decode of text without a repeated key in any object, decoded without
+// reflection; ok is false for any other text (a repeated key, invalid JSON, anything Decode
+// would hand to sigs.k8s.io/json). A caller decoding into a struct can map its values onto
+// the fields knowing that encoding/json's merging of a repeated object never came into play.
+func DecodeUnique(data []byte) (v any, ok bool) {
+	p := parser{data: data, unique: true}
+	return p.document()
+}
+
 // SplitObject splits a JSON object into its members' raw values as json.Unmarshal into a
 // map[string]json.RawMessage does (the last of a repeated key wins); ok is false when data is
 // not an object this parser reads plainly, and the caller must use encoding/json. The values
@@ -70,6 +79,8 @@ type parser struct {
 	data []byte
 	i    int
 	skip bool
+	// unique fails an object that repeats a key.
+	unique bool
 }
 
 func (p *parser) document() (any, bool) {
@@ -157,7 +168,11 @@ func (p *parser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		if !p.skip {
-			m[key.(string)] = v
+			k := key.(string)
+			if _, repeated := m[k]; repeated && p.unique {
+				return nil, false
+			}
+			m[k] = v
 		}
 		p.space()
 		if p.consume(',') {

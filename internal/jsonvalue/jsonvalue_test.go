@@ -158,3 +158,26 @@ func FuzzDecodeMatchesKubernetesJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, data) })
 }
+
+func TestDecodeUniqueRefusesRepeatedKeys(t *testing.T) {
+	for text, want := range map[string]bool{
+		`{"a":1,"b":{"c":[{"d":1,"e":2}]}}`: true,
+		`{"a":1,"a":1}`:                     false,
+		`{"a":{"b":1,"b":2}}`:               false,
+		`[{"x":1},{"x":2}]`:                 true,
+		`{"a\u0062":1,"ab":2}`:              false,
+		`{"a":1`:                            false,
+	} {
+		v, ok := DecodeUnique([]byte(text))
+		if ok != want {
+			t.Errorf("DecodeUnique(%s) ok = %v, want %v", text, ok, want)
+			continue
+		}
+		if ok {
+			want, _ := Decode([]byte(text))
+			if !reflect.DeepEqual(v, want) {
+				t.Errorf("DecodeUnique(%s) = %#v, Decode %#v", text, v, want)
+			}
+		}
+	}
+}
