@@ -25,6 +25,11 @@ const maxObjectBytes = 4 << 20
 // apiserver sends those first): they must be kept until both are known.
 const maxPendingBytes = 2 * maxObjectBytes
 
+// pendingObjectCost is what keeping an object costs beyond its bytes (its map of fields, or its
+// error): counted against maxPendingBytes, so that millions of one-byte objects cannot grow the
+// heap a hundredfold past the bytes they were sent in.
+const pendingObjectCost = 1 << 10
+
 // Buffers are reused across requests: at 64 KiB each, allocating two per call cost more than
 // converting the object most calls carry.
 var (
@@ -109,6 +114,12 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 			return rv, err
 		}
 	}
+	if err := dec.close('}'); err != nil {
+		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
+	}
+	if err := dec.end(); err != nil {
+		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
+	}
 	if rv.uid == "" && rv.desired == "" {
 		return rv, errors.New("malformed ConversionReview: no request")
 	}
@@ -154,14 +165,17 @@ func serveRequest(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pe
 			return nil, err
 		}
 	}
-	return pending, dec.close('}')
+	if err := dec.close('}'); err != nil {
+		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
+	}
+	return pending, nil
 }
 
-// pendingSize is the bytes of the objects kept until the uid and desired version are known.
+// pendingSize is what the objects kept until the uid and desired version are known cost.
 func pendingSize(pending []sentObject) int {
 	n := 0
 	for _, o := range pending {
-		n += o.size
+		n += o.size + pendingObjectCost
 	}
 	return n
 }
@@ -183,7 +197,7 @@ func serveObjects(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pe
 			return nil, fmt.Errorf("object %d is %d bytes, over the %d a Task can have", i, o.size, maxObjectBytes)
 		}
 		if rv.uid == "" || rv.desired == "" {
-			if pendingBytes += o.size; pendingBytes > maxPendingBytes {
+			if pendingBytes += o.size + pendingObjectCost; pendingBytes > maxPendingBytes {
 				return nil, fmt.Errorf("malformed ConversionReview: more than %d bytes of objects before the uid and desiredAPIVersion", maxPendingBytes)
 			}
 			pending = append(pending, o)
@@ -193,7 +207,10 @@ func serveObjects(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pe
 			return nil, err
 		}
 	}
-	return pending, dec.close(']')
+	if err := dec.close(']'); err != nil {
+		return nil, fmt.Errorf("malformed ConversionReview objects: %w", err)
+	}
+	return pending, nil
 }
 
 // reviewResponder writes the response review as objects are converted: convertedObjects first, the

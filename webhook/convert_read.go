@@ -31,6 +31,8 @@ type reviewDecoder struct {
 	offset int64 // bytes consumed
 	// first is, per open object or array, whether no element has been read in it yet.
 	first []bool
+	// err is why more last reported false other than at a closing delimiter: close reports it.
+	err error
 }
 
 func newReviewDecoder(r *bufio.Reader) *reviewDecoder {
@@ -76,8 +78,12 @@ func (d *reviewDecoder) open(delim byte) error {
 	return nil
 }
 
-// close reads the closing delimiter of the innermost open object or array.
+// close reads the closing delimiter of the innermost open object or array, or reports why
+// more stopped before it.
 func (d *reviewDecoder) close(delim byte) error {
+	if d.err != nil {
+		return d.err
+	}
 	if err := d.expect(delim); err != nil {
 		return err
 	}
@@ -85,11 +91,27 @@ func (d *reviewDecoder) close(delim byte) error {
 	return nil
 }
 
+// end checks that nothing but white space follows the review.
+func (d *reviewDecoder) end() error {
+	c, err := d.peek()
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("invalid character %q at offset %d after the review", c, d.offset)
+}
+
 // more reports whether the innermost open object or array has another element, and consumes
 // the comma before it. On an error it reports false; the close that follows reports the error.
 func (d *reviewDecoder) more() bool {
 	c, err := d.peek()
-	if err != nil || c == '}' || c == ']' || len(d.first) == 0 {
+	switch {
+	case err != nil:
+		d.err = err
+		return false
+	case c == '}' || c == ']' || len(d.first) == 0:
 		return false
 	}
 	top := len(d.first) - 1
@@ -97,11 +119,22 @@ func (d *reviewDecoder) more() bool {
 		d.first[top] = false
 		return true
 	}
-	return d.expect(',') == nil
+	if err := d.expect(','); err != nil {
+		d.err = err
+		return false
+	}
+	return true
 }
 
-// key reads an object's key and the colon after it.
+// key reads an object's key, a string, and the colon after it.
 func (d *reviewDecoder) key() (string, error) {
+	c, err := d.peek()
+	if err != nil {
+		return "", err
+	}
+	if c != '"' {
+		return "", fmt.Errorf("invalid character %q at offset %d, want an object key", c, d.offset)
+	}
 	var k string
 	if err := d.decodeString(&k); err != nil {
 		return "", err

@@ -59,7 +59,7 @@ func SplitObject(data []byte) (fields map[string]json.RawMessage, ok bool) {
 		}
 		p.space()
 		start := p.i
-		if _, ok := p.value(1); !ok {
+		if _, ok := p.value(2); !ok { // a member is one level below its object
 			return nil, false
 		}
 		fields[key.(string)] = json.RawMessage(data[start:p.i])
