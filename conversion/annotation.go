@@ -55,7 +55,7 @@ type preserved struct {
 // encode renders p as the annotation's value: compact JSON without HTML escaping (which would
 // turn every <, > and & into six bytes), gzipped when large and that is shorter.
 func (p *preserved) encode() (string, error) {
-	raw, err := p.appendJSON(nil)
+	raw, err := p.appendJSON(make([]byte, 0, 1<<10))
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", PreservedAnnotation, err)
 	}
@@ -283,10 +283,12 @@ func preservedFrom(v any) (*preserved, bool) {
 // fingerprint identifies a decoded JSON value: the first 16 hex digits of the SHA-256 of its
 // canonical JSON (encoding/json sorts map keys). It detects edits, it authenticates nothing.
 func fingerprint(v any) string {
-	raw, err := jsonvalue.Append(nil, v, true)
-	if err != nil {
+	var sum [sha256.Size]byte
+	if err := jsonvalue.With(v, true, func(raw []byte) error {
+		sum = sha256.Sum256(raw)
+		return nil
+	}); err != nil {
 		return "" // decoded JSON always encodes
 	}
-	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
 }

@@ -41,13 +41,12 @@ func toBody(typed any) (body, error) {
 // fromBody decodes b into typed through JSON, so that a value of the wrong type is reported
 // with the path of its field (encoding/json names it), e.g. "spec.retry.maxRetries".
 func fromBody(b body, typed any) error {
-	raw, err := jsonvalue.Append(nil, b, true) // json.Marshal's bytes, without its reflection
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(typed)
+	// json.Marshal's bytes, without its reflection, in a buffer used once.
+	return jsonvalue.With(b, true, func(raw []byte) error {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		return dec.Decode(typed)
+	})
 }
 
 // decodeTyped decodes b into typed. sent, when not nil, is b as the client sent it, the JSON

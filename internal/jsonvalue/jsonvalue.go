@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -44,6 +45,27 @@ func Append(dst []byte, v any, escapeHTML bool) ([]byte, error) {
 		}
 	}
 	return appendByEncodingJSON(dst, v, escapeHTML)
+}
+
+// scratch holds buffers for With: most encodings are read once and dropped (hashed, decoded),
+// and allocating their buffer afresh each time was a tenth of the webhook's garbage.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// With encodes v as Append does into a pooled buffer and hands it to use; the bytes are valid
+// only until use returns.
+func With(v any, escapeHTML bool, use func([]byte) error) error {
+	buf := scratch.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= 64<<10 { // keep no giant buffer alive
+			scratch.Put(buf)
+		}
+	}()
+	out, err := Append((*buf)[:0], v, escapeHTML)
+	if err != nil {
+		return err
+	}
+	*buf = out
+	return use(out)
 }
 
 func appendObject(dst []byte, m map[string]any, escapeHTML bool) ([]byte, error) {
