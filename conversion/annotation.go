@@ -116,21 +116,10 @@ const maxPreservedValues = 20_000
 // opening bracket outside strings, plus one. It overcounts nothing that matters: malformed
 // text is rejected by the decoder that follows.
 func countJSONValues(raw []byte) int {
-	count, inString, escaped := 1, false, false
+	count := 1
+	var s jsonvalue.Strings
 	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ',' || c == '{' || c == '[':
+		if s.Structural(c) && (c == ',' || c == '{' || c == '[') {
 			count++
 		}
 	}

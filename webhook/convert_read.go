@@ -198,10 +198,9 @@ func (d *reviewDecoder) value() ([]byte, error) {
 
 // valueEnd finds where a value ends, over the chunks it arrives in.
 type valueEnd struct {
-	scalar            bool
-	depth             int
-	inString, escaped bool
-	started           bool
+	scalar  bool
+	depth   int
+	strings jsonvalue.Strings
 }
 
 // scan consumes chunk up to the value's end; done reports whether it was found.
@@ -214,24 +213,17 @@ func (e *valueEnd) scan(chunk []byte) (n int, done bool) {
 			}
 			continue
 		}
-		switch {
-		case e.escaped:
-			e.escaped = false
-		case e.inString:
-			switch c {
-			case '\\':
-				e.escaped = true
-			case '"':
-				e.inString = false
-				if e.depth == 0 {
-					return i + 1, true
-				}
+		wasIn := e.strings.InString()
+		if !e.strings.Structural(c) {
+			if wasIn && !e.strings.InString() && e.depth == 0 {
+				return i + 1, true // a string value's closing quote
 			}
-		case c == '"':
-			e.inString = true
-		case c == '{' || c == '[':
+			continue
+		}
+		switch c {
+		case '{', '[':
 			e.depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			if e.depth--; e.depth == 0 {
 				return i + 1, true
 			}

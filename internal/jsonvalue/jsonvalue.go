@@ -146,26 +146,42 @@ func needsEscaping(s string, escapeHTML bool) bool {
 // write it unchanged (with escapeHTML false) if it is valid JSON, as anything a decoder split
 // off is.
 func isCompact(raw []byte) bool {
-	inString, escaped := false, false
+	var s Strings
 	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		if s.Structural(c) && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
 			return false
 		}
 	}
 	return len(raw) > 0
 }
+
+// Strings follows JSON text a byte at a time to tell its strings from its structure, for the
+// passes that only need that: finding a value's end, counting values, spotting white space.
+type Strings struct{ in, escaped bool }
+
+// Structural reports whether c, the text's next byte, lies outside every string and is no
+// quote.
+func (s *Strings) Structural(c byte) bool {
+	switch {
+	case s.escaped:
+		s.escaped = false
+	case s.in:
+		switch c {
+		case '\\':
+			s.escaped = true
+		case '"':
+			s.in = false
+		}
+	case c == '"':
+		s.in = true
+	default:
+		return true
+	}
+	return false
+}
+
+// InString reports whether the bytes so far end inside a string.
+func (s *Strings) InString() bool { return s.in }
 
 // appendByEncodingJSON is encoding/json's encoding of v, for what the fast paths leave out.
 func appendByEncodingJSON(dst []byte, v any, escapeHTML bool) ([]byte, error) {
