@@ -29,6 +29,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// First, so that an empty log says the daemon died before it began.
+	fmt.Fprintf(os.Stderr, "daemon (pid %d) starting the control plane in %s\n", os.Getpid(), dir)
 	// Ask for the signals before starting, so that a `down` racing the
 	// start-up still gets a clean Stop.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ func up(args []string) error {
 	defer stop()
 
 	pid, running := daemonPID(dir)
+	exitStatus := func() string { return "" } // known only for a daemon this process started
 	if running {
 		fmt.Fprintf(os.Stderr, "cluster already running (pid %d) in %s\n", pid, dir)
 	} else {
@@ -41,12 +43,12 @@ func up(args []string) error {
 		if err := stopCluster(dir); err != nil {
 			return fmt.Errorf("clean up previous cluster: %w", err)
 		}
-		if pid, err = startDaemon(dir, nodes, timeout, kueue); err != nil {
+		if pid, exitStatus, err = startDaemon(dir, nodes, timeout, kueue); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "starting cluster (daemon pid %d, state in %s) ...\n", pid, dir)
 	}
-	if err := waitReady(ctx, dir, pid, timeout); err != nil {
+	if err := waitReady(ctx, dir, pid, timeout, exitStatus); err != nil {
 		if !running {
 			err = errors.Join(err, stopCluster(dir))
 		}
@@ -58,14 +60,15 @@ func up(args []string) error {
 
 // startDaemon re-executes this binary as `serve` in a new session: it keeps
 // running after `up` and `go run` exit, and the terminal's signals do not
-// reach it.
-func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (int, error) {
+// reach it. exitStatus says how the daemon ended ("exit status 1", "signal: killed"), or ""
+// while it runs.
+func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (pid int, exitStatus func() string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, fmt.Errorf("create state dir: %w", err)
+		return 0, nil, fmt.Errorf("create state dir: %w", err)
 	}
 	logFile, err := os.Create(filepath.Join(dir, daemonLog))
 	if err != nil {
-		return 0, fmt.Errorf("create daemon log: %w", err)
+		return 0, nil, fmt.Errorf("create daemon log: %w", err)
 	}
 	defer logFile.Close()
 	// /proc/self/exe, because `go run` deletes its binary once `up` exits.
@@ -74,33 +77,82 @@ func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (int,
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start daemon: %w", err)
+		return 0, nil, fmt.Errorf("start daemon: %w", err)
 	}
-	pid := cmd.Process.Pid
+	pid = cmd.Process.Pid
 	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
-		return 0, fmt.Errorf("write pid file: %w", err)
+		return 0, nil, fmt.Errorf("write pid file: %w", err)
 	}
 	// Reap the daemon should it die while we wait; otherwise, as a zombie,
 	// it would still look alive.
-	go func() { _ = cmd.Wait() }()
-	return pid, nil
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = cmd.Wait()
+	}()
+	exitStatus = func() string {
+		select {
+		case <-exited:
+			return cmd.ProcessState.String()
+		default:
+			return ""
+		}
+	}
+	return pid, exitStatus, nil
 }
 
-// waitReady waits for the daemon's ready file, failing fast when the daemon dies, with the end
-// of its log.
-func waitReady(ctx context.Context, dir string, pid int, timeout time.Duration) error {
+// waitReady waits for the daemon's ready file, failing fast when the daemon dies, with how it
+// ended and the end of its log.
+func waitReady(ctx context.Context, dir string, pid int, timeout time.Duration, exitStatus func() string) error {
 	err := testenv.Poll(ctx, timeout, 200*time.Millisecond, "the cluster to be ready", func(context.Context) (bool, error) {
 		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
 			return true, nil
 		}
 		if !daemonAlive(dir, pid) {
-			return false, testenv.Permanent(errors.New("the cluster daemon exited during start-up"))
+			return false, testenv.Permanent(daemonExited(pid, exitStatus))
 		}
 		return false, nil
 	})
-	if err != nil {
-		return fmt.Errorf("%w\n%s", err, testenv.TailFile(filepath.Join(dir, daemonLog), 60))
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w\n%s", err, daemonLogTail(filepath.Join(dir, daemonLog)))
+}
+
+// daemonExited names how the daemon ended. A daemon that no longer looks alive may still be
+// being reaped: give the reaper a moment to record its status.
+func daemonExited(pid int, exitStatus func() string) error {
+	status := exitStatus()
+	for deadline := time.Now().Add(time.Second); status == "" && time.Now().Before(deadline); status = exitStatus() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status == "" {
+		status = "status unknown: " + processState(pid)
+	}
+	return fmt.Errorf("the cluster daemon (pid %d) exited during start-up (%s)", pid, status)
+}
+
+// processState is what /proc says of pid, for a daemon this process did not start or has not
+// reaped yet.
+func processState(pid int) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "gone from /proc"
+	}
+	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return fmt.Sprintf("stat %q, command line %q", strings.TrimSpace(string(stat)), strings.ReplaceAll(string(cmdline), "\x00", " "))
+}
+
+// daemonLogTail is the end of the daemon's log, or why there is none to show: an empty or
+// missing log is itself a clue (killed before it wrote anything, or the state directory removed).
+func daemonLogTail(path string) string {
+	data, err := os.ReadFile(path)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("(no daemon log: %v)", err)
+	case len(data) == 0:
+		return fmt.Sprintf("(the daemon log %s is empty)", path)
+	}
+	return testenv.Tail(string(data), 60)
 }
