@@ -27,8 +27,8 @@ func tasksAtV1(up *testenv.Upgrade) resourceIn {
 // bareRewrite is the baseline a migration is judged against: what any client does to rewrite
 // every object at the storage version, with no checkpoint, progress or trim. It LISTs pages of
 // pageSize and PUTs each object back unchanged with workers in flight, reading an object again
-// after a conflict.
-func bareRewrite(ctx context.Context, res resourceIn, pageSize int64, workers int) (int, error) {
+// after a conflict. change, when not nil, changes each object before it is written.
+func bareRewrite(ctx context.Context, res resourceIn, pageSize int64, workers int, change func(*unstructured.Unstructured)) (int, error) {
 	items := make(chan unstructured.Unstructured, workers)
 	var (
 		mu        sync.Mutex
@@ -39,7 +39,7 @@ func bareRewrite(ctx context.Context, res resourceIn, pageSize int64, workers in
 	for range workers {
 		wg.Go(func() {
 			for obj := range items {
-				err := putUnchanged(ctx, res, &obj)
+				err := putBack(ctx, res, &obj, change)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -72,7 +72,7 @@ func listPages(ctx context.Context, res resourceIn, pageSize int64, items chan<-
 	}
 }
 
-func putUnchanged(ctx context.Context, res resourceIn, obj *unstructured.Unstructured) error {
+func putBack(ctx context.Context, res resourceIn, obj *unstructured.Unstructured, change func(*unstructured.Unstructured)) error {
 	objects := res(obj.GetNamespace())
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -84,6 +84,9 @@ func putUnchanged(ctx context.Context, res resourceIn, obj *unstructured.Unstruc
 			obj = fresh
 		}
 		first = false
+		if change != nil {
+			change(obj)
+		}
 		_, err := objects.Update(ctx, obj, metav1.UpdateOptions{})
 		return err
 	})

@@ -8,6 +8,7 @@ import (
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 
 	"example.com/task-operator/bench/harness"
@@ -19,20 +20,58 @@ import (
 // Task's size stored at v1alpha1 when conversion costs nothing: the bare client's rewrite of
 // Floors with no conversion webhook at all (twice, in turn with migrate.Run: againstCeiling),
 // then with the rename-only one. What the Tasks' migration can reach is bounded by the first.
+// The same-calls floor is the migration with a webhook that costs nothing: Floors with the
+// rename-only webhook and the Task's v1alpha1 schema at every version, created at v1 while
+// stored at v1alpha1 so that their managedFields are at v1, as migrate.Run leaves a Task's, and
+// rewritten with a mark (an annotation): migrate.Run's write of a Task differs from the object
+// as read (its managedFields move to v1), and a write that does not makes the apiserver read the
+// object again from etcd, converting it, before it stores it. Each write then makes the calls a
+// Task's does under migrate.Run (one per other served version's watch cache), and the
+// apiserver does the same schema work.
 const floorEtcdPrefix = "/registry/" + floorGroup + "/" + floorResource + "/"
 
 // The ceilings' names.
 const (
 	noWebhookCeiling  = "no conversion webhook"
 	renameOnlyCeiling = "the rename-only webhook, HTTP/1.1"
+	renameOnlyFloor   = "the same-calls floor: the rename-only webhook, HTTP/1.1, managedFields at v1, each Floor marked"
 )
 
 // ceiling is one timing of a rewrite ceiling: name says which conversion conv is, label tells
-// two timings of one apart, profile asks for CPU profiles meanwhile.
+// two timings of one apart, profile asks for CPU profiles meanwhile. schema is the Floors'
+// schemas, createAt the version they are created at (v1alpha1 unless given); mark has the
+// rewrite annotate each Floor rather than write it back unchanged.
 type ceiling struct {
 	name, label string
 	conv        *apix.CustomResourceConversion
 	profile     bool
+	schema      floorSchema
+	createAt    string
+	mark        bool
+}
+
+// rewrittenMark is the annotation a marking rewrite sets.
+const rewrittenMark = "bench.example.com/rewritten"
+
+func (c ceiling) change() func(*unstructured.Unstructured) {
+	if !c.mark {
+		return nil
+	}
+	return func(obj *unstructured.Unstructured) {
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[rewrittenMark] = "true"
+		obj.SetAnnotations(annotations)
+	}
+}
+
+func (c ceiling) createdAt() string {
+	if c.createAt == "" {
+		return "v1alpha1"
+	}
+	return c.createAt
 }
 
 func (c ceiling) String() string {
@@ -60,18 +99,18 @@ func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, c ceiling, n i
 // rewrite stores n Floors at v1alpha1 under c's conversion, moves the storage version to v1 and
 // times the bare client's rewrite; it returns the time and the conversion calls per object.
 func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, r *Result) (time.Duration, float64, error) {
-	if err := f.install(ctx, "v1alpha1", c.conv, anyFields); err != nil {
+	if err := f.install(ctx, "v1alpha1", c.conv, c.schema); err != nil {
 		return 0, 0, err
 	}
 	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
 		floor := fmt.Sprintf("floor-%05d", i)
 		obj := testenv.V1alpha1Task(migrateNS, floor, i)
-		obj.SetAPIVersion(floorGroup + "/v1alpha1")
+		obj.SetAPIVersion(floorGroup + "/" + c.createdAt())
 		obj.SetKind("Floor")
 		if i%3 == 0 { // as CreateV1alpha1Tasks gives every third Task a status
 			obj.Object["status"] = testenv.V1alpha1Status(floor, i)
 		}
-		_, err := f.in("v1alpha1")(migrateNS).Create(ctx, obj, metav1.CreateOptions{})
+		_, err := f.in(c.createdAt())(migrateNS).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -92,7 +131,7 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, 
 		return 0, 0, err
 	}
 	began := time.Now()
-	done, err := bareRewrite(ctx, f.in("v1"), migrate.DefaultPageSize, migrate.DefaultConcurrency)
+	done, err := bareRewrite(ctx, f.in("v1"), migrate.DefaultPageSize, migrate.DefaultConcurrency, c.change())
 	d := time.Since(began)
 	if err != nil {
 		return 0, 0, err
@@ -119,7 +158,11 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, 
 		}
 	}
 	r.Violation("rewrite ceiling, "+c.String()+": Floors not at v1 in etcd", notV1+abs(n-len(stored)), fmt.Sprintf("%d stored, %d created", len(stored), n))
-	return d, after.Sub(before).Total().Count / float64(n), nil
+	calls := after.Sub(before)
+	if calls.Total().Count > 0 {
+		r.Add("rewrite ceiling, "+c.String()+": conversion calls per object", calls.PerObject(n), "apiserver_crd_conversion_webhook_duration_seconds, by from→to")
+	}
+	return d, calls.Total().Count / float64(n), nil
 }
 
 // storeAt makes version the Floors' storage version and waits until a new Floor lands in etcd
@@ -139,7 +182,11 @@ func (f *floors) storeAt(ctx context.Context, e *harness.Env, version string) er
 	if err != nil {
 		return fmt.Errorf("floor CRD storage version: %w", err)
 	}
-	return e.CP.WaitStoredAt(ctx, f.in(version)(migrateNS), floorObject(version, migrateNS, "floor-storage-probe"), floorEtcdPrefix)
+	// A v1alpha1 Task's body: valid under either schema a rewrite ceiling's Floors have.
+	probe := testenv.V1alpha1Task(migrateNS, "floor-storage-probe", 0)
+	probe.SetAPIVersion(floorGroup + "/" + version)
+	probe.SetKind("Floor")
+	return e.CP.WaitStoredAt(ctx, f.in(version)(migrateNS), probe, floorEtcdPrefix)
 }
 
 func abs(x int) int { return max(x, -x) }
