@@ -35,7 +35,8 @@ func up(args []string) error {
 	defer stop()
 
 	pid, running := daemonPID(dir)
-	exitStatus := func() string { return "" } // known only for a daemon this process started
+	// How a daemon this process started ended: "" while it runs. Another's is not known.
+	exitStatus := func() string { return "" }
 	if running {
 		fmt.Fprintf(os.Stderr, "cluster already running (pid %d) in %s\n", pid, dir)
 	} else {
@@ -48,7 +49,13 @@ func up(args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "starting cluster (daemon pid %d, state in %s) ...\n", pid, dir)
 	}
-	if err := waitReady(ctx, dir, pid, timeout, exitStatus); err != nil {
+	alive := func() bool { return daemonAlive(dir, pid) }
+	if !running {
+		// Not daemonAlive: for a moment after it starts, the new daemon's /proc command line
+		// reads empty (the kernel fills it in after the exec that Start waits for).
+		alive = func() bool { return exitStatus() == "" }
+	}
+	if err := waitReady(ctx, dir, timeout, alive, pid, exitStatus); err != nil {
 		if !running {
 			err = errors.Join(err, stopCluster(dir))
 		}
@@ -84,14 +91,19 @@ func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (pid 
 		_ = cmd.Process.Kill()
 		return 0, nil, fmt.Errorf("write pid file: %w", err)
 	}
-	// Reap the daemon should it die while we wait; otherwise, as a zombie,
-	// it would still look alive.
+	return pid, reap(cmd), nil
+}
+
+// reap waits for a started cmd in the background, so that a daemon that dies does not linger as
+// a zombie that looks alive, and returns how it ended: "exit status 1", "signal: killed", or ""
+// while it runs. That is the daemon's liveness from the moment Start returns, which /proc is not.
+func reap(cmd *exec.Cmd) (exitStatus func() string) {
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
 		_ = cmd.Wait()
 	}()
-	exitStatus = func() string {
+	return func() string {
 		select {
 		case <-exited:
 			return cmd.ProcessState.String()
@@ -99,17 +111,16 @@ func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (pid 
 			return ""
 		}
 	}
-	return pid, exitStatus, nil
 }
 
-// waitReady waits for the daemon's ready file, failing fast when the daemon dies, with how it
-// ended and the end of its log.
-func waitReady(ctx context.Context, dir string, pid int, timeout time.Duration, exitStatus func() string) error {
+// waitReady waits for the daemon's ready file, failing fast when the daemon (pid) is no longer
+// alive, with how it ended and the end of its log.
+func waitReady(ctx context.Context, dir string, timeout time.Duration, alive func() bool, pid int, exitStatus func() string) error {
 	err := testenv.Poll(ctx, timeout, 200*time.Millisecond, "the cluster to be ready", func(context.Context) (bool, error) {
 		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
 			return true, nil
 		}
-		if !daemonAlive(dir, pid) {
+		if !alive() {
 			return false, testenv.Permanent(daemonExited(pid, exitStatus))
 		}
 		return false, nil

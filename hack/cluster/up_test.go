@@ -4,9 +4,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
+
+// TestAJustStartedDaemonCountsAsAlive: up judges the daemon it started by its reaper, so a
+// daemon is alive from the moment Start returns. /proc cannot say so: for a moment after Start
+// the new process's command line reads empty (the kernel fills it in after the exec Start
+// waits for), which once made up declare a healthy daemon dead and stop it. The test counts
+// those empty reads too: it shows the race it guards against is real on this machine.
+func TestAJustStartedDaemonCountsAsAlive(t *testing.T) {
+	const starts = 200
+	emptyCmdlines := 0
+	for range starts {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exitStatus := reap(cmd)
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline"))
+		if len(cmdline) == 0 {
+			emptyCmdlines++
+		}
+		if status := exitStatus(); status != "" {
+			t.Fatalf("a process just started reads as ended (%q)", status)
+		}
+		_ = cmd.Process.Kill()
+		deadline := time.Now().Add(10 * time.Second)
+		for exitStatus() == "" && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if got := exitStatus(); got != "signal: killed" {
+			t.Fatalf("a killed process reads %q, want \"signal: killed\"", got)
+		}
+	}
+	t.Logf("%d of %d processes had an empty /proc command line right after Start", emptyCmdlines, starts)
+}
 
 // TestADaemonThatDiedIsReportedWithHowItEnded: the start-up failure names the daemon's exit
 // (status or signal), and an empty or missing log says so instead of printing nothing.
