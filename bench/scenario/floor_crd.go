@@ -198,12 +198,10 @@ func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomR
 type floorSchema int
 
 const (
-	anyFields   floorSchema = iota // keeps any field, checks none
-	taskSchemas                    // the installed Task CRD's, version by version
-	// v1alpha1Everywhere gives every version the Task's v1alpha1 schema: a rename-only
-	// "conversion" of a Floor stored at v1alpha1 is then a valid object at every version, and
-	// the apiserver validates, prunes and defaults a Task-sized body on each write, as for a Task.
-	v1alpha1Everywhere
+	anyFields floorSchema = iota // keeps any field, checks none
+	// taskSchemas are the Task CRD's, version by version: the installed one's, or when none is
+	// installed (the migration's ceilings run without one) this release's, from its manifest.
+	taskSchemas
 )
 
 // schemas returns each served version's schema for a Floor CRD.
@@ -216,7 +214,7 @@ func (f *floors) schemas(ctx context.Context, schema floorSchema) (map[string]*a
 		}
 		return out, nil
 	}
-	task, err := f.taskCRD(ctx, schema)
+	task, err := f.taskCRD(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the Task CRD's schemas for the floor CRD: %w", err)
 	}
@@ -228,19 +226,16 @@ func (f *floors) schemas(ctx context.Context, schema floorSchema) (map[string]*a
 			return nil, fmt.Errorf("the Task CRD has no schema for %s", v)
 		}
 	}
-	if schema == v1alpha1Everywhere {
-		out["v1beta1"], out["v1"] = out["v1alpha1"], out["v1alpha1"]
-	}
 	return out, nil
 }
 
-// taskCRD is the installed Task CRD, or for v1alpha1Everywhere this release's, from its
-// manifest: the migration's ceilings run while no Task CRD is installed.
-func (f *floors) taskCRD(ctx context.Context, schema floorSchema) (*apix.CustomResourceDefinition, error) {
-	if schema == v1alpha1Everywhere {
+// taskCRD is the installed Task CRD, or this release's from its manifest when none is.
+func (f *floors) taskCRD(ctx context.Context) (*apix.CustomResourceDefinition, error) {
+	crd, err := f.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
 		return testenv.CurrentCRD()
 	}
-	return f.crds.Get(ctx, taskv1.CRDName, metav1.GetOptions{})
+	return crd, err
 }
 
 // uninstall deletes the Floor CRD, and so every Floor, and waits until it is gone.

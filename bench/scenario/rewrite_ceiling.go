@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"example.com/task-operator/bench/harness"
+	"example.com/task-operator/conversion"
 	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/migrate"
 )
@@ -20,41 +21,40 @@ import (
 // Task's size stored at v1alpha1 when conversion costs nothing: the bare client's rewrite of
 // Floors with no conversion webhook at all (twice, in turn with migrate.Run: againstCeiling),
 // then with the rename-only one. What the Tasks' migration can reach is bounded by the first.
-// The same-calls floor is the migration with a webhook that costs nothing: Floors with the
-// rename-only webhook and the Task's v1alpha1 schema at every version, created at v1 while
-// stored at v1alpha1 so that their managedFields are at v1, as migrate.Run leaves a Task's, and
-// rewritten with a mark (an annotation): migrate.Run's write of a Task differs from the object
-// as read (its managedFields move to v1), and a write that does not makes the apiserver read the
-// object again from etcd, converting it, before it stores it. Each write then makes the calls a
-// Task's does under migrate.Run (one per other served version's watch cache), and the
-// apiserver does the same schema work.
+// The same-calls floor is the migration's write with a webhook that costs nothing: Floors with
+// the Task CRD's schemas (the apiserver validates a write at v1 against v1's schema and its CEL
+// rules, as a Task's), stored and created at v1 from the fixture's bodies converted to v1, so
+// that their managedFields are at v1 as migrate.Run leaves a Task's, and rewritten at v1 with a
+// mark (an annotation). The mark matters: migrate.Run's write of a Task differs from the Task as
+// read (its managedFields move to v1), and a write identical to the apiserver's cached copy
+// makes it read the object again from etcd before storing it. Each write then makes the calls a
+// Task's does under migrate.Run, one per other served version's watch cache; the rename-only
+// webhook answers them.
 const floorEtcdPrefix = "/registry/" + floorGroup + "/" + floorResource + "/"
 
 // The ceilings' names.
 const (
 	noWebhookCeiling  = "no conversion webhook"
 	renameOnlyCeiling = "the rename-only webhook, HTTP/1.1"
-	renameOnlyFloor   = "the same-calls floor: the rename-only webhook, HTTP/1.1, managedFields at v1, each Floor marked"
+	renameOnlyFloor   = "the same-calls floor: the Task's schemas, the rename-only webhook, HTTP/1.1"
 )
 
 // ceiling is one timing of a rewrite ceiling: name says which conversion conv is, label tells
-// two timings of one apart, profile asks for CPU profiles meanwhile. schema is the Floors'
-// schemas, createAt the version they are created at (v1alpha1 unless given); mark has the
-// rewrite annotate each Floor rather than write it back unchanged.
+// two timings of one apart, profile asks for CPU profiles meanwhile. A ceiling's Floors are
+// stored at v1alpha1 with schemas that keep any field, then moved to storage version v1; the
+// same-calls floor's (sameCalls) as described above.
 type ceiling struct {
 	name, label string
 	conv        *apix.CustomResourceConversion
 	profile     bool
-	schema      floorSchema
-	createAt    string
-	mark        bool
+	sameCalls   bool
 }
 
 // rewrittenMark is the annotation a marking rewrite sets.
 const rewrittenMark = "bench.example.com/rewritten"
 
 func (c ceiling) change() func(*unstructured.Unstructured) {
-	if !c.mark {
+	if !c.sameCalls {
 		return nil
 	}
 	return func(obj *unstructured.Unstructured) {
@@ -67,13 +67,6 @@ func (c ceiling) change() func(*unstructured.Unstructured) {
 	}
 }
 
-func (c ceiling) createdAt() string {
-	if c.createAt == "" {
-		return "v1alpha1"
-	}
-	return c.createAt
-}
-
 func (c ceiling) String() string {
 	if c.label == "" {
 		return c.name
@@ -81,8 +74,7 @@ func (c ceiling) String() string {
 	return c.name + ", " + c.label
 }
 
-// timeCeiling times the bare client's rewrite of n Floors stored at v1alpha1 under c's
-// conversion, reports it beside the Tasks' bare client (bare objects/s) and deletes the Floors
+// timeCeiling times the bare client's rewrite of n Floors under c's conversion, reports it beside the Tasks' bare client (bare objects/s) and deletes the Floors
 // again; it returns the time.
 func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, c ceiling, n int, bare float64, r *Result) (d time.Duration, err error) {
 	defer func() { err = errors.Join(err, f.uninstall(context.WithoutCancel(ctx))) }()
@@ -91,33 +83,37 @@ func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, c ceiling, n i
 	if err != nil {
 		return 0, fmt.Errorf("rewrite ceiling, %s: %w", c, err)
 	}
-	r.Addf("rewrite ceiling, bare client: "+c.String(), fmt.Sprintf("%d Floors of a Task's size stored at v1alpha1, %.0f objects/s; %.2f conversion calls per object; the Tasks' bare client ÷ this: %.2f",
-		n, rate(n, d), calls, bare/rate(n, d)), "%s", secs(d))
+	r.Addf("rewrite ceiling, bare client: "+c.String(), fmt.Sprintf("%d Floors of a Task's size %s, %.0f objects/s; %.2f conversion calls per object; the Tasks' bare client ÷ this: %.2f",
+		n, c.fixture(), rate(n, d), calls, bare/rate(n, d)), "%s", secs(d))
 	return d, nil
 }
 
-// rewrite stores n Floors at v1alpha1 under c's conversion, moves the storage version to v1 and
-// times the bare client's rewrite; it returns the time and the conversion calls per object.
+// rewrite stores n Floors under c's conversion (at v1alpha1, then moves the storage version to
+// v1; the same-calls floor's at v1) and times the bare client's rewrite; it returns the time and
+// the conversion calls per object.
 func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, r *Result) (time.Duration, float64, error) {
-	if err := f.install(ctx, "v1alpha1", c.conv, c.schema); err != nil {
+	storedAt, schema := "v1alpha1", anyFields
+	if c.sameCalls {
+		storedAt, schema = "v1", taskSchemas
+	}
+	if err := f.install(ctx, storedAt, c.conv, schema); err != nil {
 		return 0, 0, err
 	}
 	err := testenv.Parallel(ctx, n, e.Workers, func(ctx context.Context, i int) error {
-		floor := fmt.Sprintf("floor-%05d", i)
-		obj := testenv.V1alpha1Task(migrateNS, floor, i)
-		obj.SetAPIVersion(floorGroup + "/" + c.createdAt())
-		obj.SetKind("Floor")
-		if i%3 == 0 { // as CreateV1alpha1Tasks gives every third Task a status
-			obj.Object["status"] = testenv.V1alpha1Status(floor, i)
+		obj, err := floorFixture(i, storedAt)
+		if err != nil {
+			return err
 		}
-		_, err := f.in(c.createdAt())(migrateNS).Create(ctx, obj, metav1.CreateOptions{})
+		_, err = f.in(storedAt)(migrateNS).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("create Floors: %w", err)
 	}
-	if err := f.storeAt(ctx, e, "v1"); err != nil {
-		return 0, 0, err
+	if storedAt != "v1" {
+		if err := f.storeAt(ctx, e, "v1"); err != nil {
+			return 0, 0, err
+		}
 	}
 	if _, err := settleConversions(ctx, e, floorCRDName); err != nil {
 		return 0, 0, err
@@ -165,6 +161,32 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, 
 	return d, calls.Total().Count / float64(n), nil
 }
 
+// fixture says how c's Floors are stored before the rewrite.
+func (c ceiling) fixture() string {
+	if c.sameCalls {
+		return "stored and created at v1"
+	}
+	return "stored at v1alpha1"
+}
+
+// floorFixture is the i-th Floor: the migration fixture's i-th Task (with a status for every
+// third, as CreateV1alpha1Tasks gives), at version, converted by this release's converter.
+func floorFixture(i int, version string) (*unstructured.Unstructured, error) {
+	name := fmt.Sprintf("floor-%05d", i)
+	task := testenv.V1alpha1Task(migrateNS, name, i)
+	if i%3 == 0 {
+		task.Object["status"] = testenv.V1alpha1Status(name, i)
+	}
+	obj, err := conversion.Convert(task.Object, version)
+	if err != nil {
+		return nil, fmt.Errorf("floor %d at %s: %w", i, version, err)
+	}
+	floor := &unstructured.Unstructured{Object: obj}
+	floor.SetAPIVersion(floorGroup + "/" + version)
+	floor.SetKind("Floor")
+	return floor, nil
+}
+
 // storeAt makes version the Floors' storage version and waits until a new Floor lands in etcd
 // at it: the apiserver swaps a CRD's storage asynchronously.
 func (f *floors) storeAt(ctx context.Context, e *harness.Env, version string) error {
@@ -182,11 +204,7 @@ func (f *floors) storeAt(ctx context.Context, e *harness.Env, version string) er
 	if err != nil {
 		return fmt.Errorf("floor CRD storage version: %w", err)
 	}
-	// A v1alpha1 Task's body: valid under either schema a rewrite ceiling's Floors have.
-	probe := testenv.V1alpha1Task(migrateNS, "floor-storage-probe", 0)
-	probe.SetAPIVersion(floorGroup + "/" + version)
-	probe.SetKind("Floor")
-	return e.CP.WaitStoredAt(ctx, f.in(version)(migrateNS), probe, floorEtcdPrefix)
+	return e.CP.WaitStoredAt(ctx, f.in(version)(migrateNS), floorObject(version, migrateNS, "floor-storage-probe"), floorEtcdPrefix)
 }
 
 func abs(x int) int { return max(x, -x) }
