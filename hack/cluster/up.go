@@ -34,30 +34,13 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	pid, running := daemonPID(dir)
-	// How a daemon this process started ended: "" while it runs. Another's is not known.
-	exitStatus := func() string { return "" }
-	if running {
-		fmt.Fprintf(os.Stderr, "cluster already running (pid %d) in %s\n", pid, dir)
-	} else {
-		// Leftovers of a daemon that died would clash with the new one.
-		if err := stopCluster(dir); err != nil {
-			return fmt.Errorf("clean up previous cluster: %w", err)
-		}
-		if pid, exitStatus, err = startDaemon(dir, nodes, timeout, kueue); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "starting cluster (daemon pid %d, state in %s) ...\n", pid, dir)
+	d, err := startOrFind(dir, nodes, timeout, kueue)
+	if err != nil {
+		return err
 	}
-	alive := func() bool { return daemonAlive(dir, pid) }
-	if !running {
-		// Not daemonAlive: for a moment after it starts, the new daemon's /proc command line
-		// reads empty (the kernel fills it in after the exec that Start waits for).
-		alive = func() bool { return exitStatus() == "" }
-	}
-	if err := waitReady(ctx, dir, timeout, alive, pid, exitStatus); err != nil {
-		if !running {
-			err = errors.Join(err, stopCluster(dir))
+	if err := waitReady(ctx, dir, timeout, d); err != nil {
+		if d.started() {
+			err = errors.Join(err, d.stop(dir))
 		}
 		return err
 	}
@@ -65,17 +48,71 @@ func up(args []string) error {
 	return nil
 }
 
+// daemon is the cluster daemon up waits for: one already running in dir, or one this process
+// started. A started one is judged and stopped through its exec.Cmd, never through /proc: for
+// a moment after Start its /proc command line reads empty (the kernel fills it in after the
+// exec Start waits for), and daemonAlive would call it dead.
+type daemon struct {
+	pid int
+	cmd *exec.Cmd
+	// exitStatus says how a started daemon ended ("exit status 1", "signal: killed"), "" while
+	// it runs.
+	exitStatus func() string
+}
+
+func (d daemon) started() bool { return d.cmd != nil }
+
+// alive reports whether the daemon still runs.
+func (d daemon) alive(dir string) bool {
+	if d.started() {
+		return d.exitStatus() == ""
+	}
+	return daemonAlive(dir, d.pid)
+}
+
+// stop stops a daemon this process started, as down would, then what it left behind.
+func (d daemon) stop(dir string) error {
+	var errs []error
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	stopped := testenv.Poll(context.Background(), daemonStopTimeout, 0, "the daemon to stop", func(context.Context) (bool, error) {
+		return !d.alive(dir), nil
+	})
+	if stopped != nil {
+		errs = append(errs, fmt.Errorf("daemon (pid %d) ignored SIGTERM for %s; killing it", d.pid, daemonStopTimeout))
+		_ = d.cmd.Process.Kill()
+	}
+	return errors.Join(append(errs, stopCluster(dir))...)
+}
+
+// startOrFind returns the daemon running in dir, or starts one after clearing what a dead one
+// left.
+func startOrFind(dir string, nodes int, timeout time.Duration, kueue bool) (daemon, error) {
+	if pid, running := daemonPID(dir); running {
+		fmt.Fprintf(os.Stderr, "cluster already running (pid %d) in %s\n", pid, dir)
+		return daemon{pid: pid, exitStatus: func() string { return "" }}, nil
+	}
+	// Leftovers of a daemon that died would clash with the new one.
+	if err := stopCluster(dir); err != nil {
+		return daemon{}, fmt.Errorf("clean up previous cluster: %w", err)
+	}
+	d, err := startDaemon(dir, nodes, timeout, kueue)
+	if err != nil {
+		return daemon{}, err
+	}
+	fmt.Fprintf(os.Stderr, "starting cluster (daemon pid %d, state in %s) ...\n", d.pid, dir)
+	return d, nil
+}
+
 // startDaemon re-executes this binary as `serve` in a new session: it keeps
 // running after `up` and `go run` exit, and the terminal's signals do not
-// reach it. exitStatus says how the daemon ended ("exit status 1", "signal: killed"), or ""
-// while it runs.
-func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (pid int, exitStatus func() string, err error) {
+// reach it.
+func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (daemon, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, nil, fmt.Errorf("create state dir: %w", err)
+		return daemon{}, fmt.Errorf("create state dir: %w", err)
 	}
 	logFile, err := os.Create(filepath.Join(dir, daemonLog))
 	if err != nil {
-		return 0, nil, fmt.Errorf("create daemon log: %w", err)
+		return daemon{}, fmt.Errorf("create daemon log: %w", err)
 	}
 	defer logFile.Close()
 	// /proc/self/exe, because `go run` deletes its binary once `up` exits.
@@ -84,19 +121,19 @@ func startDaemon(dir string, nodes int, timeout time.Duration, kueue bool) (pid 
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, nil, fmt.Errorf("start daemon: %w", err)
+		return daemon{}, fmt.Errorf("start daemon: %w", err)
 	}
-	pid = cmd.Process.Pid
-	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	d := daemon{pid: cmd.Process.Pid, cmd: cmd, exitStatus: reap(cmd)}
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(d.pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
-		return 0, nil, fmt.Errorf("write pid file: %w", err)
+		return daemon{}, fmt.Errorf("write pid file: %w", err)
 	}
-	return pid, reap(cmd), nil
+	return d, nil
 }
 
 // reap waits for a started cmd in the background, so that a daemon that dies does not linger as
 // a zombie that looks alive, and returns how it ended: "exit status 1", "signal: killed", or ""
-// while it runs. That is the daemon's liveness from the moment Start returns, which /proc is not.
+// while it runs.
 func reap(cmd *exec.Cmd) (exitStatus func() string) {
 	exited := make(chan struct{})
 	go func() {
@@ -113,15 +150,15 @@ func reap(cmd *exec.Cmd) (exitStatus func() string) {
 	}
 }
 
-// waitReady waits for the daemon's ready file, failing fast when the daemon (pid) is no longer
-// alive, with how it ended and the end of its log.
-func waitReady(ctx context.Context, dir string, timeout time.Duration, alive func() bool, pid int, exitStatus func() string) error {
+// waitReady waits for the daemon's ready file, failing fast when the daemon is no longer alive,
+// with how it ended and the end of its log.
+func waitReady(ctx context.Context, dir string, timeout time.Duration, d daemon) error {
 	err := testenv.Poll(ctx, timeout, 200*time.Millisecond, "the cluster to be ready", func(context.Context) (bool, error) {
 		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
 			return true, nil
 		}
-		if !alive() {
-			return false, testenv.Permanent(daemonExited(pid, exitStatus))
+		if !d.alive(dir) {
+			return false, testenv.Permanent(daemonExited(d.pid, d.exitStatus()))
 		}
 		return false, nil
 	})
@@ -131,13 +168,9 @@ func waitReady(ctx context.Context, dir string, timeout time.Duration, alive fun
 	return fmt.Errorf("%w\n%s", err, daemonLogTail(filepath.Join(dir, daemonLog)))
 }
 
-// daemonExited names how the daemon ended. A daemon that no longer looks alive may still be
-// being reaped: give the reaper a moment to record its status.
-func daemonExited(pid int, exitStatus func() string) error {
-	status := exitStatus()
-	for deadline := time.Now().Add(time.Second); status == "" && time.Now().Before(deadline); status = exitStatus() {
-		time.Sleep(20 * time.Millisecond)
-	}
+// daemonExited names how the daemon ended: status, or for a daemon up did not start ("") what
+// /proc says.
+func daemonExited(pid int, status string) error {
 	if status == "" {
 		status = "status unknown: " + processState(pid)
 	}

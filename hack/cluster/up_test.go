@@ -10,68 +10,93 @@ import (
 	"time"
 )
 
-// TestAJustStartedDaemonCountsAsAlive: up judges the daemon it started by its reaper, so a
+// startSleeper starts a process up could have started as its daemon, stopped when the test ends.
+func startSleeper(t *testing.T) daemon {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := daemon{pid: cmd.Process.Pid, cmd: cmd, exitStatus: reap(cmd)}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return d
+}
+
+// TestAJustStartedDaemonCountsAsAlive: up judges a daemon it started by its reaper, so the
 // daemon is alive from the moment Start returns. /proc cannot say so: for a moment after Start
 // the new process's command line reads empty (the kernel fills it in after the exec Start
 // waits for), which once made up declare a healthy daemon dead and stop it. The test counts
-// those empty reads too: it shows the race it guards against is real on this machine.
+// those empty reads too: they show the race it guards against is real on this machine.
 func TestAJustStartedDaemonCountsAsAlive(t *testing.T) {
+	dir := t.TempDir()
 	const starts = 200
 	emptyCmdlines := 0
 	for range starts {
-		cmd := exec.Command("sleep", "30")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exitStatus := reap(cmd)
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline"))
+		d := startSleeper(t)
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d.pid), "cmdline"))
 		if len(cmdline) == 0 {
 			emptyCmdlines++
 		}
-		if status := exitStatus(); status != "" {
-			t.Fatalf("a process just started reads as ended (%q)", status)
+		if !d.alive(dir) {
+			t.Fatalf("a daemon just started reads as ended (%q)", d.exitStatus())
 		}
-		_ = cmd.Process.Kill()
-		deadline := time.Now().Add(10 * time.Second)
-		for exitStatus() == "" && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if got := exitStatus(); got != "signal: killed" {
-			t.Fatalf("a killed process reads %q, want \"signal: killed\"", got)
+		_ = d.cmd.Process.Kill()
+		waitEnded(t, d)
+		if got := d.exitStatus(); got != "signal: killed" {
+			t.Fatalf("a killed daemon reads %q, want \"signal: killed\"", got)
 		}
 	}
 	t.Logf("%d of %d processes had an empty /proc command line right after Start", emptyCmdlines, starts)
 }
 
+// TestAStartedDaemonIsStoppedThroughItsProcess: when the cluster never gets ready, up stops the
+// daemon it started by signalling its process, whatever /proc says of it, and clears the state.
+func TestAStartedDaemonIsStoppedThroughItsProcess(t *testing.T) {
+	dir := t.TempDir()
+	d := startSleeper(t)
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(d.pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.stop(dir); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if d.alive(dir) {
+		t.Fatal("the daemon still runs after stop")
+	}
+	if got := d.exitStatus(); got != "signal: terminated" {
+		t.Errorf("the daemon ended with %q, want \"signal: terminated\" (asked, not killed)", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, pidFile)); !os.IsNotExist(err) {
+		t.Errorf("the pid file is left behind: %v", err)
+	}
+}
+
+func waitEnded(t *testing.T, d daemon) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for d.exitStatus() == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs 10s after SIGKILL", d.pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestADaemonThatDiedIsReportedWithHowItEnded: the start-up failure names the daemon's exit
 // (status or signal), and an empty or missing log says so instead of printing nothing.
 func TestADaemonThatDiedIsReportedWithHowItEnded(t *testing.T) {
-	killed := exec.Command("sleep", "60")
-	if err := killed.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = killed.Process.Kill()
-	_ = killed.Wait()
-	failed := exec.Command("sh", "-c", "exit 3")
-	_ = failed.Run()
 	for _, tc := range []struct {
-		name string
-		cmd  *exec.Cmd
-		want string
+		status, want string
 	}{
-		{"killed", killed, "(signal: killed)"},
-		{"failed", failed, "(exit status 3)"},
+		{"signal: killed", "(signal: killed)"},
+		{"exit status 3", "(exit status 3)"},
+		// A daemon this process did not start: what /proc says (here: nothing, no such pid).
+		{"", "(status unknown: gone from /proc)"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := daemonExited(tc.cmd.Process.Pid, func() string { return tc.cmd.ProcessState.String() })
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
-	// A daemon this process did not start: what /proc says (here: nothing, it is gone).
-	if err := daemonExited(killed.Process.Pid, func() string { return "" }); !strings.Contains(err.Error(), "status unknown: gone from /proc") {
-		t.Errorf("unknown status: got %q", err)
+		// A pid above any pid_max: never a live process.
+		if err := daemonExited(1<<30, tc.status); !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("status %q: got %q, want it to contain %q", tc.status, err, tc.want)
+		}
 	}
 
 	dir := t.TempDir()
