@@ -160,8 +160,9 @@ func floorObject(version, ns, name string) *unstructured.Unstructured {
 // install replaces any Floor CRD with one stored at storage and converted by conv, and waits
 // until it serves its storage version. With the Task's schemas the apiserver does for a Floor
 // what it does for a Task around each conversion call (pruning and defaulting the answer):
-// the floor probe's twins need that to be a fair floor. The rewrite ceiling's Floors cannot
-// have them: a rename-only "conversion" of a v1alpha1 body is not a valid v1 Task.
+// the floor probe's twins and the same-calls floor need that to be fair floors. The other
+// rewrite ceilings' Floors cannot have them: a rename-only "conversion" of a v1alpha1 body is
+// not a valid v1 Task.
 func (f *floors) install(ctx context.Context, storage string, conv *apix.CustomResourceConversion, schema floorSchema) error {
 	if err := f.uninstall(ctx); err != nil {
 		return err
