@@ -45,11 +45,18 @@ func convert(obj map[string]any, sent []byte, version string) (map[string]any, e
 
 // fromHub converts a hub object to the spoke; sent is its body as sent, or nil.
 func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) {
-	spokeBody, p, err := s.read(obj, sent)
+	spokeBody, pure, err := s.toSpoke(obj, sent)
 	if err != nil {
 		return nil, err
 	}
 	meta, err := metadataWithout(obj)
+	if err != nil {
+		return nil, err
+	}
+	if losesNothing(pure, sent) {
+		return assemble(s.version, meta, spokeBody), nil
+	}
+	p, err := s.preserve(bodyOf(obj), spokeBody, pure)
 	if err != nil {
 		return nil, err
 	}
@@ -66,17 +73,22 @@ func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) 
 // read maps a hub object to the spoke's body and what that body does not express; sent is its
 // body as sent, or nil.
 func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
-	raw := bodyOf(obj)
-	hub := &taskv1.Task{}
-	if err := decodeTyped(raw, sent, hub); err != nil {
-		return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
-	}
-	spokeBody, pure, err := s.down(hub)
+	spokeBody, pure, err := s.toSpoke(obj, sent)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.preserve(raw, spokeBody, pure)
+	p, err := s.preserve(bodyOf(obj), spokeBody, pure)
 	return spokeBody, p, err
+}
+
+// toSpoke maps a hub object to the spoke's body, and that body back to the hub as the spoke
+// says it (pure); sent is the hub's body as sent, or nil.
+func (s spoke) toSpoke(obj map[string]any, sent []byte) (body, *taskv1.Task, error) {
+	hub := &taskv1.Task{}
+	if err := decodeTyped(bodyOf(obj), sent, hub); err != nil {
+		return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
+	}
+	return s.down(hub)
 }
 
 // preserve returns what the spoke loses of the hub body raw: the merge patch from the spoke's

@@ -1,0 +1,58 @@
+package conversion
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/jsonvalue"
+)
+
+// losesNothing reports, without building the maps preserve diffs, that a hub object read at a
+// spoke loses nothing: sent, its body as sent, is byte for byte the body of pure (what the spoke
+// says, read back at the hub) with the baseline's defaults, as encoding/json writes that body
+// decoded into maps and compacted (toBody). Then preserve's patch, the difference between that
+// baseline and the body, would be empty.
+//
+// Most objects the apiserver sends qualify: it writes JSON from maps, keys sorted, and a Task
+// whose every hidden field holds its default has the baseline for its body. A false answer only
+// means preserve decides, the way it always has; a true one must never be wrong, which
+// TestLosesNothingAgreesWithThePreservedPatch checks against preserve on random Tasks.
+//
+// It rests on encoding/json writing a struct as it writes the same value decoded into maps but
+// for the order of keys (Sorted puts them in a map's), which is what
+// runtime.DefaultUnstructuredConverter promises for the maps toBody makes.
+func losesNothing(pure *taskv1.Task, sent []byte) bool {
+	if sent == nil {
+		return false
+	}
+	baseline := pure.DeepCopy()
+	taskv1.SetFieldDefaults(baseline)
+	bufs := encodeBuffers.Get().(*encodeBuffer)
+	defer encodeBuffers.Put(bufs)
+	bufs.encoded.Reset()
+	// HTML escaped, as encoding/json writes the objects the apiserver sends.
+	if err := json.NewEncoder(&bufs.encoded).Encode(taskBody{Spec: &baseline.Spec, Status: &baseline.Status}); err != nil {
+		return false
+	}
+	sorted, ok := jsonvalue.Sorted(bufs.sorted[:0], bytes.TrimSuffix(bufs.encoded.Bytes(), []byte{'\n'}), true)
+	if cap(sorted) <= 64<<10 { // keep no giant buffer alive
+		bufs.sorted = sorted
+	}
+	return ok && bytes.Equal(sorted, sent)
+}
+
+// taskBody is the part of a Task that versions map, as its JSON: spec and status, every other
+// field left out.
+type taskBody struct {
+	Spec   *taskv1.TaskSpec   `json:"spec"`
+	Status *taskv1.TaskStatus `json:"status"`
+}
+
+type encodeBuffer struct {
+	encoded bytes.Buffer
+	sorted  []byte
+}
+
+var encodeBuffers = sync.Pool{New: func() any { return &encodeBuffer{} }}
