@@ -58,14 +58,24 @@ func fromBody(b body, typed any) error {
 // at all: a number such as 1.0 for an integer field, which b holds as 1), b is decoded as
 // always, so the outcome and its error are fromBody's.
 func decodeTyped(b body, sent []byte, typed any) error {
-	if sent != nil {
-		strict, err := kjson.UnmarshalStrict(sent, typed)
-		if err == nil && len(strict) == 0 {
-			return nil
-		}
-		reflect.ValueOf(typed).Elem().SetZero()
+	if decodeSent(sent, typed) {
+		return nil
 	}
 	return fromBody(b, typed)
+}
+
+// decodeSent is decodeTyped's first way: it reports whether sent decoded into typed strictly,
+// and leaves typed zero when it did not.
+func decodeSent(sent []byte, typed any) bool {
+	if sent == nil {
+		return false
+	}
+	strict, err := kjson.UnmarshalStrict(sent, typed)
+	if err == nil && len(strict) == 0 {
+		return true
+	}
+	reflect.ValueOf(typed).Elem().SetZero()
+	return false
 }
 
 // compact removes, recursively, keys whose value is an empty object.

@@ -45,16 +45,32 @@ func convert(obj map[string]any, sent []byte, version string) (map[string]any, e
 
 // fromHub converts a hub object to the spoke; sent is its body as sent, or nil.
 func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) {
-	spokeBody, pure, err := s.toSpoke(obj, sent)
+	return s.fromHubDecoding(obj, sent, func() error { return nil })
+}
+
+// fromHubDecoding is fromHub of an object whose spec and status maps decodeBody puts in obj, for
+// the paths that read them: decoding them is the first thing those paths do, so that their
+// errors come first as they would for an object decoded whole. An object that loses nothing
+// takes none of those paths: what it was sent as is what its typed form encodes to, so it
+// decodes without an error.
+func (s spoke) fromHubDecoding(obj map[string]any, sent []byte, decodeBody func() error) (map[string]any, error) {
+	spokeBody, pure, err := s.toSpoke(obj, sent, decodeBody)
 	if err != nil {
+		return nil, err
+	}
+	if losesNothing(pure, sent) {
+		meta, err := metadataWithout(obj)
+		if err != nil {
+			return nil, err
+		}
+		return assemble(s.version, meta, spokeBody), nil
+	}
+	if err := decodeBody(); err != nil {
 		return nil, err
 	}
 	meta, err := metadataWithout(obj)
 	if err != nil {
 		return nil, err
-	}
-	if losesNothing(pure, sent) {
-		return assemble(s.version, meta, spokeBody), nil
 	}
 	p, err := s.preserve(bodyOf(obj), spokeBody, pure)
 	if err != nil {
@@ -73,7 +89,7 @@ func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) 
 // read maps a hub object to the spoke's body and what that body does not express; sent is its
 // body as sent, or nil.
 func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
-	spokeBody, pure, err := s.toSpoke(obj, sent)
+	spokeBody, pure, err := s.toSpoke(obj, sent, func() error { return nil })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,11 +98,17 @@ func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
 }
 
 // toSpoke maps a hub object to the spoke's body, and that body back to the hub as the spoke
-// says it (pure); sent is the hub's body as sent, or nil.
-func (s spoke) toSpoke(obj map[string]any, sent []byte) (body, *taskv1.Task, error) {
+// says it (pure); sent is the hub's body as sent, or nil. decodeBody puts obj's spec and status
+// maps in obj, should the typed object have to be decoded from them (decodeTyped).
+func (s spoke) toSpoke(obj map[string]any, sent []byte, decodeBody func() error) (body, *taskv1.Task, error) {
 	hub := &taskv1.Task{}
-	if err := decodeTyped(bodyOf(obj), sent, hub); err != nil {
-		return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
+	if !decodeSent(sent, hub) {
+		if err := decodeBody(); err != nil {
+			return nil, nil, err
+		}
+		if err := fromBody(bodyOf(obj), hub); err != nil {
+			return nil, nil, fmt.Errorf("decode v1 %s: %w", nameOf(obj), err)
+		}
 	}
 	return s.down(hub)
 }

@@ -23,10 +23,16 @@ func decodeJSON(data []byte) (map[string]any, error) {
 // A Decoded Task is one decoded by DecodeForConvert, ready to Convert.
 type Decoded struct {
 	obj map[string]any
+	// body is spec and status as sent, decoded into obj only when a conversion reads their
+	// maps (decodeBody): one from the hub that loses nothing never does (losesNothing).
+	body map[string]json.RawMessage
 	// sent is the object's spec and status as sent, {"spec":...,"status":...}: a conversion
 	// decodes them into the typed object of their version from it (decodeTyped).
 	sent []byte
 }
+
+// bodyKeys are the top-level fields that versions map, in the order they are decoded.
+var bodyKeys = []string{"spec", "status"}
 
 // APIVersion is the apiVersion the object was sent with; "" when it has none or not a string.
 func (d Decoded) APIVersion() string {
@@ -36,7 +42,32 @@ func (d Decoded) APIVersion() string {
 
 // Convert converts the object to version, as Convert does; d must not be converted twice.
 func (d Decoded) Convert(version string) (map[string]any, error) {
+	if from, err := versionOf(d.obj); err == nil && from == hubVersion {
+		if to, ok := spokes[version]; ok {
+			return to.fromHubDecoding(d.obj, d.sent, d.decodeBody)
+		}
+	}
+	if err := d.decodeBody(); err != nil {
+		return nil, err
+	}
 	return convert(d.obj, d.sent, version)
+}
+
+// decodeBody decodes spec and status into obj, where they are not yet; an error names the
+// field, as the error of decoding the whole object would.
+func (d Decoded) decodeBody() error {
+	for _, key := range bodyKeys {
+		raw, ok := d.body[key]
+		if _, done := d.obj[key]; !ok || done {
+			continue
+		}
+		v, err := decodeValue(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		d.obj[key] = v
+	}
+	return nil
 }
 
 // DecodeForConvert decodes a Task only to Convert it (the /convert webhook's objects):
@@ -55,18 +86,22 @@ func DecodeForConvert(data []byte) (Decoded, error) {
 // more passes over every byte of it (validating the object whole, then splitting it).
 func DecodeFields(top map[string]json.RawMessage) (Decoded, error) {
 	obj := make(map[string]any, len(top))
+	d := Decoded{obj: obj, body: map[string]json.RawMessage{}, sent: sentBody(top)}
 	for key, raw := range top {
 		var err error
-		if key == "metadata" {
+		switch key {
+		case "metadata":
 			obj[key], err = decodeMetadata(raw)
-		} else {
+		case "spec", "status":
+			d.body[key] = raw
+		default:
 			obj[key], err = decodeValue(raw)
 		}
 		if err != nil {
 			return Decoded{}, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	return Decoded{obj: obj, sent: sentBody(top)}, nil
+	return d, nil
 }
 
 // sentBody is the JSON object of spec and status as sent (an absent one stays absent): raw
@@ -74,7 +109,7 @@ func DecodeFields(top map[string]json.RawMessage) (Decoded, error) {
 func sentBody(top map[string]json.RawMessage) []byte {
 	b := make([]byte, 0, len(top["spec"])+len(top["status"])+len(`{"spec":,"status":}`))
 	b = append(b, '{')
-	for _, key := range []string{"spec", "status"} {
+	for _, key := range bodyKeys {
 		raw, ok := top[key]
 		if !ok {
 			continue

@@ -106,8 +106,11 @@ func compareWithPreserve(t *testing.T, hub map[string]any, version string) (shor
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := d.decodeBody(); err != nil {
+		t.Fatal(err)
+	}
 	s := spokes[version]
-	spokeBody, pure, err := s.toSpoke(d.obj, d.sent)
+	spokeBody, pure, err := s.toSpoke(d.obj, d.sent, d.decodeBody)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ func convertTwoWays(t *testing.T, raw, version string) (fromMaps, fromSent strin
 	if err != nil {
 		t.Fatalf("DecodeForConvert: %v", err)
 	}
+	if err := old.decodeBody(); err != nil {
+		t.Fatalf("decode spec and status: %v", err)
+	}
 	return render(Convert(old.obj, version)), render(d.Convert(version))
 }
 
