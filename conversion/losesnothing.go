@@ -30,7 +30,7 @@ func losesNothing(pure *taskv1.Task, sent []byte) bool {
 	baseline := pure.DeepCopy()
 	taskv1.SetFieldDefaults(baseline)
 	bufs := encodeBuffers.Get().(*encodeBuffer)
-	defer encodeBuffers.Put(bufs)
+	defer bufs.release()
 	bufs.encoded.Reset()
 	// HTML escaped, as encoding/json writes the objects the apiserver sends.
 	if err := json.NewEncoder(&bufs.encoded).Encode(taskBody{Spec: &baseline.Spec, Status: &baseline.Status}); err != nil {
@@ -43,9 +43,7 @@ func losesNothing(pure *taskv1.Task, sent []byte) bool {
 		return false
 	}
 	sorted, ok := jsonvalue.Sorted(bufs.sorted[:0], encoded, true)
-	if cap(sorted) <= 64<<10 { // keep no giant buffer alive
-		bufs.sorted = sorted
-	}
+	bufs.sorted = sorted
 	return ok && bytes.Equal(sorted, sent)
 }
 
@@ -62,3 +60,15 @@ type encodeBuffer struct {
 }
 
 var encodeBuffers = sync.Pool{New: func() any { return &encodeBuffer{} }}
+
+// maxPooledBuffer is the largest buffer kept for the next call: a Task near etcd's limit must
+// not keep a megabyte alive for the small ones after it.
+const maxPooledBuffer = 64 << 10
+
+// release returns b to the pool, unless it grew past maxPooledBuffer.
+func (b *encodeBuffer) release() {
+	if b.encoded.Cap() > maxPooledBuffer || cap(b.sorted) > maxPooledBuffer {
+		return
+	}
+	encodeBuffers.Put(b)
+}

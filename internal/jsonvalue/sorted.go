@@ -14,9 +14,10 @@ import (
 // Sorted, is byte for byte what it writes for the same value decoded into maps (and compacted
 // as the converter compacts a typed object's body, with dropEmpty), with no map built.
 //
-// ok is false for text that is not one valid JSON value, and for a key with an escape or a byte
-// beyond ASCII: its order would be that of the decoded key, which Sorted does not decode.
-// Repeated keys are kept, both, as no encoding of a map could hold them.
+// ok is false for text that is not one valid JSON value, for a key with an escape or a byte
+// beyond ASCII (its order would be that of the decoded key, which Sorted does not decode), and
+// for an object that repeats a key: no encoding of a map holds one, and which of them counts
+// (the last, once decoded) would decide what dropEmpty drops.
 func Sorted(dst, data []byte, dropEmpty bool) ([]byte, bool) {
 	s := parser{data: data, skip: true}
 	s.space()
@@ -25,25 +26,29 @@ func Sorted(dst, data []byte, dropEmpty bool) ([]byte, bool) {
 }
 
 // sortedMember is one member of an object being sorted: its key, and its value already sorted,
-// as offsets into the object's buffer.
+// as offsets into the object's buffer; dropped when dropEmpty drops it.
 type sortedMember struct {
 	key        []byte
 	start, end int
+	dropped    bool
 }
 
-// sorted appends the value at i, sorted.
+// sorted appends the value at i, sorted. depth counts the objects and lists it is in, itself
+// included should it be one: encoding/json refuses text deeper than maxDepth.
 func (p *parser) sorted(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
-	if p.i >= len(p.data) || depth > maxDepth {
+	if p.i >= len(p.data) {
 		return dst, false
 	}
-	switch p.data[p.i] {
-	case '{':
+	switch c := p.data[p.i]; {
+	case (c == '{' || c == '[') && depth > maxDepth:
+		return dst, false
+	case c == '{':
 		return p.sortedObject(dst, depth, dropEmpty)
-	case '[':
+	case c == '[':
 		return p.sortedArray(dst, depth)
 	}
 	start := p.i
-	if _, ok := p.value(depth); !ok {
+	if _, ok := p.value(1); !ok { // a scalar: no depth of its own
 		return dst, false
 	}
 	return append(dst, p.data[start:p.i]...), true
@@ -68,9 +73,8 @@ func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bo
 			if values, ok = p.sorted(values, depth+1, dropEmpty); !ok {
 				return dst, false
 			}
-			if !dropEmpty || string(values[start:]) != "{}" {
-				members = append(members, sortedMember{key: key, start: start, end: len(values)})
-			}
+			dropped := dropEmpty && string(values[start:]) == "{}"
+			members = append(members, sortedMember{key: key, start: start, end: len(values), dropped: dropped})
 			p.space()
 			if p.consume(',') {
 				continue
@@ -81,10 +85,19 @@ func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bo
 			return dst, false
 		}
 	}
-	slices.SortStableFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.key, b.key) })
+	slices.SortFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.key, b.key) })
+	for i := 1; i < len(members); i++ {
+		if bytes.Equal(members[i-1].key, members[i].key) {
+			return dst, false
+		}
+	}
 	dst = append(dst, '{')
-	for i, m := range members {
-		if i > 0 {
+	written := 0
+	for _, m := range members {
+		if m.dropped {
+			continue
+		}
+		if written++; written > 1 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '"')

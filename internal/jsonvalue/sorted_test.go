@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	kjson "sigs.k8s.io/json"
@@ -24,7 +25,12 @@ func TestSortedOrdersKeysAndDropsEmptyObjects(t *testing.T) {
 		{"the root stays, even empty", `{"a":{}}`, true, `{}`, true},
 		{"objects in lists keep their empty members", `{"l":[{"a":{}},{}],"m":{"e":{}}}`, true, `{"l":[{"a":{}},{}]}`, true},
 		{"empty lists and strings are not empty objects", `{"l":[],"s":"{}","n":null}`, true, `{"l":[],"n":null,"s":"{}"}`, true},
-		{"repeated keys are kept, in order", `{"b":2,"a":1,"b":3}`, false, `{"a":1,"b":2,"b":3}`, true},
+		{"a repeated key is refused", `{"b":2,"a":1,"b":3}`, false, "", false},
+		{"a repeated key is refused, dropped or not", `{"a":{"b":1,"b":{}}}`, true, "", false},
+		{"a value at the deepest level encoding/json reads", strings.Repeat("[", 10000) + "1" + strings.Repeat("]", 10000), false, strings.Repeat("[", 10000) + "1" + strings.Repeat("]", 10000), true},
+		{"a member at the deepest level", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), true, strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), true},
+		{"an empty object at the deepest level", strings.Repeat(`{"a":`, 9999) + "{}" + strings.Repeat("}", 9999), true, "{}", true},
+		{"one level deeper is refused", strings.Repeat("[", 10001) + strings.Repeat("]", 10001), false, "", false},
 		{"a key with an escape is refused", `{"\u0061":1}`, false, "", false},
 		{"a key beyond ASCII is refused", `{"é":1}`, false, "", false},
 		{"trailing text is refused", `{"a":1} x`, false, "", false},
@@ -45,42 +51,71 @@ func TestSortedOrdersKeysAndDropsEmptyObjects(t *testing.T) {
 	}
 }
 
-// FuzzSortedKeepsTheValue: text Sorted accepts is valid JSON, and text that decodes to the same value
-// sorted as before, and encoding/json's encoding of that value is already sorted.
+// FuzzSortedKeepsTheValue: text Sorted accepts is valid JSON that decodes to the same value
+// (compacted, with dropEmpty), and encoding/json's encoding of a value is already sorted; text
+// without a repeated key (DecodeUnique reads it), an escape or a byte beyond ASCII is accepted.
 func FuzzSortedKeepsTheValue(f *testing.F) {
 	for _, seed := range []string{
 		`{"spec":{"runner":{"type":"Shell","shell":{"script":"echo <hi> & bye"}},"parallelism":2},"status":{"attempts":3}}`,
-		`[1, 2.5, -0, 1e400, "a\u2028b", null, true, {"": {}, "b": [{"d":1,"c":2}]}]`,
-		`{"b":1,"a":{"b":[[],[{}]]},"a":2}`,
+		`[1, 2.5, -0, 1e400, "a\u2028b", null, true, {"": {}, "b": [{"d":1,"c":{}}]}]`,
+		`{"b":1,"a":{"b":[[],[{}]],"c":{"d":{}}},"a":2}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sorted, ok := Sorted(nil, data, false)
-		var want any
-		wantErr := kjson.UnmarshalCaseSensitivePreserveInts(data, &want)
-		if !ok {
-			return
-		}
-		if !json.Valid(data) {
-			t.Fatalf("Sorted accepted %q, which is not JSON", data)
-		}
-		if wantErr != nil {
-			return // valid, but out of range for a Go value: 1e400
-		}
-		var got any
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(sorted, &got); err != nil {
-			t.Fatalf("Sorted(%q) = %q, which does not decode: %v", data, sorted, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("Sorted(%q) = %q: decodes to %#v, the text to %#v", data, sorted, got, want)
-		}
-		encoded, err := Append(nil, want, false)
-		if err != nil {
-			return
-		}
-		if again, ok := Sorted(nil, encoded, false); ok && !bytes.Equal(again, encoded) {
-			t.Fatalf("encoding/json's %q sorts to %q", encoded, again)
+		for _, dropEmpty := range []bool{false, true} {
+			sorted, ok := Sorted(nil, data, dropEmpty)
+			if _, unique := DecodeUnique(data); unique && plainText(data) && !ok {
+				t.Fatalf("Sorted refused %q (dropEmpty %v), which has no repeated key nor escape", data, dropEmpty)
+			}
+			if !ok {
+				continue
+			}
+			if !json.Valid(data) {
+				t.Fatalf("Sorted accepted %q, which is not JSON", data)
+			}
+			var want any
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &want); err != nil {
+				continue // valid, but out of range for a Go value: 1e400
+			}
+			if m, isObject := want.(map[string]any); isObject && dropEmpty {
+				want = compacted(m)
+			}
+			var got any
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(sorted, &got); err != nil {
+				t.Fatalf("Sorted(%q) = %q, which does not decode: %v", data, sorted, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Sorted(%q, dropEmpty %v) = %q: decodes to %#v, the text to %#v", data, dropEmpty, sorted, got, want)
+			}
+			encoded, err := Append(nil, got, false)
+			if err != nil {
+				continue
+			}
+			if again, ok := Sorted(nil, encoded, false); ok && !bytes.Equal(again, encoded) {
+				t.Fatalf("encoding/json's %q sorts to %q", encoded, again)
+			}
 		}
 	})
+}
+
+// compacted removes, recursively, an object's members whose value is an object left empty, as
+// the converter compacts a typed object's body; lists are left alone.
+func compacted(m map[string]any) map[string]any {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok && len(compacted(sub)) == 0 {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+// plainText reports whether data has no escape and no byte beyond ASCII.
+func plainText(data []byte) bool {
+	for _, c := range data {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
