@@ -63,6 +63,7 @@ func (s spoke) fromHubDecoding(obj map[string]any, sent []byte, decodeBody func(
 		if err != nil {
 			return nil, err
 		}
+		s.shortcuts.Add(1)
 		return assemble(s.version, meta, spokeBody), nil
 	}
 	if err := decodeBody(); err != nil {

@@ -12,7 +12,9 @@
 //   - FieldMaps (fieldmap.go): the field paths of each spoke at v1, for managedFields (migrate).
 //   - ServedVersions and ServedVersionOf (versions.go); DecodeForConvert (decode.go) decodes a
 //     review's objects keeping metadata.managedFields raw, and their spec and status as sent for
-//     the typed decoding a conversion starts with.
+//     the typed decoding a conversion starts with. A hub object whose body as sent is already
+//     what its old version says, defaulted, loses nothing and is converted without the diff
+//     (losesnothing.go; LosslessShortcuts counts them).
 //
 // Decoded JSON is decoded, encoded and compared with internal/jsonvalue, encoding/json's and
 // sigs.k8s.io/json's bytes and values without their reflection: the /convert handler's hot path.

@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +21,8 @@ type spoke struct {
 	// (decodeTyped).
 	up    func(b body, sent []byte) (pure *taskv1.Task, canonical body, err error)
 	rules spokeRules
+	// shortcuts counts the conversions from the hub that losesNothing answered.
+	shortcuts *atomic.Uint64
 }
 
 // spokeRules say which hidden fields survive an edit made at the spoke.
@@ -74,8 +77,20 @@ func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P
 			canonical, pure, err := toHub(s)
 			return pure, canonical, err
 		},
-		rules: rules,
+		rules:     rules,
+		shortcuts: new(atomic.Uint64),
 	}
+}
+
+// LosslessShortcuts is how many objects this process converted from v1 to version (an old
+// one) without working out what they lose, since their body as sent showed they lose nothing
+// (losesNothing); 0 for any other version.
+func LosslessShortcuts(version string) uint64 {
+	s, ok := spokes[version]
+	if !ok {
+		return 0
+	}
+	return s.shortcuts.Load()
 }
 
 // spokes are the old versions, by version name.

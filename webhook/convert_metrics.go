@@ -3,6 +3,9 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/conversion"
 )
 
 // The /convert handler's metrics (the names are the ones dashboards and alerts use).
@@ -30,8 +33,21 @@ var (
 	}, []string{"from", "to"})
 )
 
+// losslessShortcutsName counts, by old version, what conversion.LosslessShortcuts does.
+const losslessShortcutsName = "taskoperator_conversion_lossless_shortcuts_total"
+
 func init() {
 	metrics.Registry.MustRegister(convertRequestsTotal, convertRequestDuration, convertObjectsTotal, convertObjectDuration)
+	for _, version := range conversion.ServedVersions() {
+		if version == taskv1.GroupVersion.Version {
+			continue
+		}
+		metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        losslessShortcutsName,
+			Help:        "Objects converted from v1 to an old version without working out what they lose: their body as sent showed they lose nothing.",
+			ConstLabels: prometheus.Labels{"to": version},
+		}, func() float64 { return float64(conversion.LosslessShortcuts(version)) }))
+	}
 }
 
 // metricVersion is a version as a metric label: only served versions, so that a request cannot

@@ -354,3 +354,54 @@ func FuzzConversionReview(f *testing.F) {
 		}
 	})
 }
+
+// TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts: a Task written at v1alpha1 and read back
+// at v1alpha1, or before its first status at v1beta1, loses nothing and is counted under the
+// version read (taskoperator_conversion_lossless_shortcuts_total); a Task with a field the
+// version lacks is not, nor is a conversion to v1.
+func TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts(t *testing.T) {
+	plain := mustConvert(t, plainV1alpha1Task(), taskv1.GroupVersion.Version)
+	// v1beta1 has no time of the last phase change, which v1alpha1's lastUpdateTime became.
+	unrun := plainV1alpha1Task()
+	delete(unrun, "status")
+	unrun = mustConvert(t, unrun, taskv1.GroupVersion.Version)
+	rich := hubObject(t, sample.RichTask("echo a && echo b"))
+	for _, tc := range []struct {
+		name    string
+		obj     map[string]any
+		desired string
+		counted map[string]uint64
+	}{
+		{"written at v1alpha1, read at v1alpha1", plain, "example.com/v1alpha1", map[string]uint64{"v1alpha1": 1}},
+		{"written at v1alpha1 before its first status, read at v1beta1", unrun, "example.com/v1beta1", map[string]uint64{"v1beta1": 1}},
+		{"with a status time v1beta1 lacks, read at v1beta1", plain, "example.com/v1beta1", nil},
+		{"v1-only fields, read at v1alpha1", rich, "example.com/v1alpha1", nil},
+		{"v1-only fields, read at v1beta1", rich, "example.com/v1beta1", nil},
+		{"read at v1", mustConvert(t, plain, "v1alpha1"), "example.com/v1", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := shortcutCounts()
+			review := postReview(t, reviewOf(t, "u-1", tc.desired, tc.obj))
+			if review.Response.Result.Status != "Success" {
+				t.Fatalf("result %+v", review.Response.Result)
+			}
+			after := shortcutCounts()
+			for version, was := range before {
+				if got, want := after[version]-was, tc.counted[version]; got != want {
+					t.Errorf("%s: %d shortcuts counted, want %d", version, got, want)
+				}
+			}
+		})
+	}
+}
+
+// shortcutCounts is conversion.LosslessShortcuts of each old version.
+func shortcutCounts() map[string]uint64 {
+	counts := map[string]uint64{}
+	for _, version := range conversion.ServedVersions() {
+		if version != taskv1.GroupVersion.Version {
+			counts[version] = conversion.LosslessShortcuts(version)
+		}
+	}
+	return counts
+}

@@ -115,11 +115,11 @@ func waitServed(ctx context.Context, e *harness.Env, t floorTarget) error {
 	return nil
 }
 
-// twins returns the k Tasks as stored at v1 and a twin of each: the same name, labels, spec and
-// status in a Floor, created at v1.
-func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int) (tasks, twins []*unstructured.Unstructured, err error) {
+// twins returns the k Tasks named name(0) … name(k-1) as stored at v1 and a twin of each: the
+// same name, labels, spec and status in a Floor, created at v1.
+func (f *floors) twins(ctx context.Context, up *testenv.Upgrade, k int, name func(int) string) (tasks, twins []*unstructured.Unstructured, err error) {
 	for i := range k {
-		task, err := up.Tasks("v1", callsNS).Get(ctx, probeName(i), metav1.GetOptions{})
+		task, err := up.Tasks("v1", callsNS).Get(ctx, name(i), metav1.GetOptions{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("floor twins: %w", err)
 		}

@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/bench/harness"
 	"example.com/task-operator/internal/testenv"
 )
@@ -65,6 +67,30 @@ func probeWrites(ctx context.Context, e *harness.Env, up *testenv.Upgrade, k int
 }
 
 func probeName(i int) string { return fmt.Sprintf("calls-v1-%03d", i) }
+
+// ranProbeName names the i-th Task that the floor probe also reads with a finished run's status.
+func ranProbeName(i int) string { return fmt.Sprintf("calls-ran-%03d", i) }
+
+// finishedRunAtV1 gives the Task the status the operator writes once a run succeeded: the
+// Job's UID, the conditions and the times are v1 fields no old version expresses, so that
+// reading the Task at v1alpha1 keeps them in the preserved annotation (the converter's full
+// path) where a Task that hides nothing skips that work.
+func finishedRunAtV1(ctx context.Context, up *testenv.Upgrade, name string, i int) error {
+	const at = "2030-01-02T03:04:05Z"
+	status := map[string]any{
+		"phase": "Succeeded", "attempts": 1, "observedGeneration": 1,
+		"lastJob":   map[string]any{"name": name + "-1", "uid": fmt.Sprintf("00000000-0000-4000-8000-%012d", i)},
+		"startTime": at, "completionTime": at, "lastPhaseTransitionTime": at, "lastSuccessfulTime": at,
+		"conditions": []any{map[string]any{"type": taskv1.ConditionReady, "status": "True", "reason": taskv1.ReasonSucceeded,
+			"message": "the run succeeded", "lastTransitionTime": at, "observedGeneration": 1}},
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = up.Tasks("v1", callsNS).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
 
 // measureCalls runs write for i in [0, k), one after another, and reports the apiserver's
 // conversion calls per write, returning their timing.
