@@ -478,4 +478,3 @@ func reportTimings() {
 		fmt.Printf("  %-34s %7d %12s %10.1f\n", r.method, r.n, r.d.Round(time.Millisecond), float64(r.n)/r.d.Seconds())
 	}
 }
-
