@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +56,25 @@ func TestKeysRepeatedOrDifferingInCaseConvertAsTheirMaps(t *testing.T) {
 			if fromMaps != fromSent {
 				t.Errorf("%s to %s:\nfrom the maps %s\nfrom as sent  %s", raw, version, fromMaps, fromSent)
 			}
+		}
+	}
+}
+
+// TestABodyThatDoesNotDecodeFailsWithItsField: a number no float64 holds, in a quantity the
+// typed v1 Task reads (spec.resources), fails the conversion to every version with the error of
+// decoding spec, as it did when the webhook decoded the whole object up front: the typed
+// decoding accepts it, the maps cannot hold it, and no old version expresses it, so the
+// lossless shortcut never skips the maps for it.
+func TestABodyThatDoesNotDecodeFailsWithItsField(t *testing.T) {
+	const raw = `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"a"},"spec":{"runner":{"type":"Shell","shell":{"script":"x"}},"resources":{"limits":{"cpu":1e400}}}}`
+	for _, version := range ServedVersions() {
+		d, err := DecodeForConvert([]byte(raw))
+		if err != nil {
+			t.Fatalf("DecodeForConvert: %v", err)
+		}
+		_, err = d.Convert(version)
+		if err == nil || !strings.HasPrefix(err.Error(), "spec: json: cannot unmarshal number 1e400") {
+			t.Errorf("to %s: error %v, want the error of decoding spec", version, err)
 		}
 	}
 }
