@@ -45,7 +45,18 @@ func convert(obj map[string]any, sent []byte, version string) (map[string]any, e
 
 // fromHub converts a hub object to the spoke; sent is its body as sent, or nil.
 func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) {
-	return s.fromHubDecoding(obj, sent, func() error { return nil })
+	return s.fromHubDecoding(obj, sent, bodyDecoded)
+}
+
+// bodyDecoded is the decodeBody of an object whose spec and status are maps already.
+func bodyDecoded() error { return nil }
+
+// baselineOf is what preserve diffs a hub body against: pure, what the spoke says read back at
+// the hub, with the defaults of taskv1.SetFieldDefaults.
+func baselineOf(pure *taskv1.Task) *taskv1.Task {
+	baseline := pure.DeepCopy()
+	taskv1.SetFieldDefaults(baseline)
+	return baseline
 }
 
 // fromHubDecoding is fromHub of an object whose spec and status maps decodeBody puts in obj, for
@@ -58,7 +69,8 @@ func (s spoke) fromHubDecoding(obj map[string]any, sent []byte, decodeBody func(
 	if err != nil {
 		return nil, err
 	}
-	if losesNothing(pure, sent) {
+	baseline := baselineOf(pure)
+	if losesNothing(baseline, sent) {
 		meta, err := metadataWithout(obj)
 		if err != nil {
 			return nil, err
@@ -73,7 +85,7 @@ func (s spoke) fromHubDecoding(obj map[string]any, sent []byte, decodeBody func(
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.preserve(bodyOf(obj), spokeBody, pure)
+	p, err := s.preserve(bodyOf(obj), spokeBody, baseline)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +102,11 @@ func (s spoke) fromHubDecoding(obj map[string]any, sent []byte, decodeBody func(
 // read maps a hub object to the spoke's body and what that body does not express; sent is its
 // body as sent, or nil.
 func (s spoke) read(obj map[string]any, sent []byte) (body, *preserved, error) {
-	spokeBody, pure, err := s.toSpoke(obj, sent, func() error { return nil })
+	spokeBody, pure, err := s.toSpoke(obj, sent, bodyDecoded)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.preserve(bodyOf(obj), spokeBody, pure)
+	p, err := s.preserve(bodyOf(obj), spokeBody, baselineOf(pure))
 	return spokeBody, p, err
 }
 
@@ -114,14 +126,14 @@ func (s spoke) toSpoke(obj map[string]any, sent []byte, decodeBody func() error)
 	return s.down(hub)
 }
 
-// preserve returns what the spoke loses of the hub body raw: the merge patch from the spoke's
-// defaulted up-conversion to raw (empty when nothing is lost), with the fingerprints that tell
-// later whether the spoke was edited.
+// preserve returns what the spoke loses of the hub body raw: the merge patch from the baseline
+// (baselineOf, the spoke's defaulted up-conversion) to raw, empty when nothing is lost, with the
+// fingerprints that tell later whether the spoke was edited.
 //
 // The owners' values are read off the baseline: no default sets one (TestOwnersAreNeverDefaulted),
 // so they are the pure body's, without encoding that body too.
-func (s spoke) preserve(raw, spokeBody body, pure *taskv1.Task) (*preserved, error) {
-	baseline, err := defaultedBody(pure, taskv1.SetFieldDefaults)
+func (s spoke) preserve(raw, spokeBody body, typedBaseline *taskv1.Task) (*preserved, error) {
+	baseline, err := toBody(typedBaseline)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // losesNothing reports, without building the maps preserve diffs, that a hub object read at a
-// spoke loses nothing: sent, its body as sent, is byte for byte the body of pure (what the spoke
-// says, read back at the hub) with the baseline's defaults, as encoding/json writes that body
+// spoke loses nothing: sent, its body as sent, is byte for byte the body of baseline (baselineOf:
+// what the spoke says, read back at the hub and defaulted), as encoding/json writes that body
 // decoded into maps and compacted (toBody). Then preserve's patch, the difference between that
 // baseline and the body, would be empty.
 //
@@ -23,12 +23,10 @@ import (
 // It rests on encoding/json writing a struct as it writes the same value decoded into maps but
 // for the order of keys (Sorted puts them in a map's), which is what
 // runtime.DefaultUnstructuredConverter promises for the maps toBody makes.
-func losesNothing(pure *taskv1.Task, sent []byte) bool {
+func losesNothing(baseline *taskv1.Task, sent []byte) bool {
 	if sent == nil {
 		return false
 	}
-	baseline := pure.DeepCopy()
-	taskv1.SetFieldDefaults(baseline)
 	bufs := encodeBuffers.Get().(*encodeBuffer)
 	defer bufs.release()
 	bufs.encoded.Reset()
