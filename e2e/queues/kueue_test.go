@@ -184,12 +184,22 @@ func workloadOf(t *testing.T, ns string, job *batchv1.Job) *unstructured.Unstruc
 
 // conditionReason is the reason of an object's status condition of type typ ("" if none).
 func conditionReason(u *unstructured.Unstructured, typ string) string {
+	return conditionField(u, typ, "reason")
+}
+
+// conditionStatus is the status (True, False, Unknown) of an object's status condition of type
+// typ ("" if none).
+func conditionStatus(u *unstructured.Unstructured, typ string) string {
+	return conditionField(u, typ, "status")
+}
+
+func conditionField(u *unstructured.Unstructured, typ, field string) string {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == typ {
-			r, _ := m["reason"].(string)
-			return r
+			v, _ := m[field].(string)
+			return v
 		}
 	}
 	return ""

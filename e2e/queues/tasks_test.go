@@ -3,7 +3,6 @@ package queues_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/task-operator/apis/v1"
@@ -124,7 +124,8 @@ func taskPhase(ctx context.Context, ns, name string) (*v1.Task, error) {
 // TestQueueLimitsConcurrency: 4N queued Tasks through a ClusterQueue with N pods' worth of CPU.
 // At no instant do more than N pods run (judged from the pods' own start and finish times), all
 // finish, and the N high-priority Tasks submitted last start before every low-priority Task
-// still waiting then.
+// still waiting when Kueue had them. The low Tasks run twice as long as the high ones, so some
+// are still waiting when the high ones come.
 func TestQueueLimitsConcurrency(t *testing.T) {
 	ns := setUp(t)
 	const n = 3
@@ -133,7 +134,7 @@ func TestQueueLimitsConcurrency(t *testing.T) {
 	began := time.Now()
 	var low []client.Object
 	for i := range 3 * n {
-		low = append(low, queuedTask(ns, fmt.Sprintf("low-%d", i), queue, "low", "2"))
+		low = append(low, queuedTask(ns, fmt.Sprintf("low-%d", i), queue, "low", "4"))
 	}
 	create(t, low...)
 	testenv.Eventually(t, time.Minute, "the queue full: N low Tasks Running, the rest Queued", func(ctx context.Context) (bool, error) {
@@ -166,7 +167,7 @@ func TestQueueLimitsConcurrency(t *testing.T) {
 		high = append(high, queuedTask(ns, fmt.Sprintf("high-%d", i), queue, "high", "2"))
 	}
 	create(t, high...)
-	highSubmitted := time.Now()
+	waiting := lowTasksWaitingBehind(t, ns, n)
 	testenv.Eventually(t, 3*time.Minute, "every Task Succeeded", func(ctx context.Context) (bool, error) {
 		var tasks v1.TaskList
 		if err := kube.List(ctx, &tasks, client.InNamespace(ns)); err != nil {
@@ -195,21 +196,73 @@ func TestQueueLimitsConcurrency(t *testing.T) {
 		t.Errorf("%d pods ran at once, the quota allows %d", most, n)
 	}
 	var lastHigh time.Time
-	var waitingLow []time.Time
 	for _, s := range spans {
-		switch {
-		case s.task[:4] == "high":
-			if s.start.After(lastHigh) {
-				lastHigh = s.start
-			}
-		case !s.start.Before(highSubmitted.Truncate(time.Second).Add(time.Second)):
-			waitingLow = append(waitingLow, s.start)
+		if strings.HasPrefix(s.task, "high-") && s.start.After(lastHigh) {
+			lastHigh = s.start
 		}
 	}
-	slices.SortFunc(waitingLow, func(a, b time.Time) int { return a.Compare(b) })
-	if len(waitingLow) > 0 && lastHigh.After(waitingLow[0]) {
-		t.Errorf("a low-priority Task waiting when the high ones came started at %s, before the last high one (%s)", waitingLow[0], lastHigh)
+	for _, s := range spans {
+		if waiting[s.task] && s.start.Before(lastHigh) {
+			t.Errorf("low-priority Task %s, waiting when Kueue had every high one, started at %s, before the last high one (%s)", s.task, s.start, lastHigh)
+		}
 	}
+}
+
+// lowTasksWaitingBehind waits until Kueue's scheduler has considered the n high-priority Tasks'
+// Workloads (each has a QuotaReserved condition, true or not) and returns the low-priority Tasks
+// whose Workloads had no quota then: from that instant Kueue must admit every high one first.
+// Judged from the Workloads, not from when pods started: a low Task admitted just before the
+// high ones were queued may start after they were created.
+func lowTasksWaitingBehind(t *testing.T, ns string, n int) map[string]bool {
+	t.Helper()
+	var waiting map[string]bool
+	testenv.Eventually(t, time.Minute, "Kueue has considered every high-priority Workload", func(ctx context.Context) (bool, error) {
+		workloads, err := workloadsByTask(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		for i := range n {
+			name := fmt.Sprintf("high-%d", i)
+			if wl := workloads[name]; wl == nil || conditionStatus(wl, "QuotaReserved") == "" {
+				return false, fmt.Errorf("%s: no Workload, or one Kueue has not considered yet", name)
+			}
+		}
+		waiting = map[string]bool{}
+		for name, wl := range workloads {
+			if strings.HasPrefix(name, "low-") && conditionStatus(wl, "QuotaReserved") != string(metav1.ConditionTrue) {
+				waiting[name] = true
+			}
+		}
+		return true, nil
+	})
+	if len(waiting) == 0 {
+		t.Fatal("every low-priority Task had quota before Kueue had the high ones: the priority order goes untested")
+	}
+	t.Logf("%d low-priority Tasks waiting behind the high ones", len(waiting))
+	return waiting
+}
+
+// workloadsByTask maps each Task of ns that has a Job to the Workload Kueue made for that Job.
+func workloadsByTask(ctx context.Context, ns string) (map[string]*unstructured.Unstructured, error) {
+	var jobs batchv1.JobList
+	if err := kube.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	taskOfJob := map[string]string{}
+	for _, j := range jobs.Items {
+		taskOfJob[string(j.UID)] = j.Labels[v1.LabelTaskName]
+	}
+	list, err := dyn.Resource(testenv.KueueResource("workloads")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		if task := taskOfJob[list.Items[i].GetLabels()["kueue.x-k8s.io/job-uid"]]; task != "" {
+			out[task] = &list.Items[i]
+		}
+	}
+	return out, nil
 }
 
 // blocker fills a queue of one pod with a plain Job that runs until deleted, and returns a
