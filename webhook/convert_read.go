@@ -126,7 +126,8 @@ func (d *reviewDecoder) more() bool {
 	return true
 }
 
-// key reads an object's key, a string, and the colon after it.
+// key reads an object's key, a string, and the colon after it. The keys of a review are
+// returned without an allocation.
 func (d *reviewDecoder) key() (string, error) {
 	c, err := d.peek()
 	if err != nil {
@@ -135,33 +136,83 @@ func (d *reviewDecoder) key() (string, error) {
 	if c != '"' {
 		return "", fmt.Errorf("invalid character %q at offset %d, want an object key", c, d.offset)
 	}
-	var k string
-	if err := d.decodeString(&k); err != nil {
+	raw, err := d.transientValue()
+	if err != nil {
+		return "", err
+	}
+	if inner, ok := plainString(raw); ok {
+		if known, ok := reviewKeys[string(inner)]; ok {
+			return known, d.expect(':')
+		}
+	}
+	k, err := unquote(raw)
+	if err != nil {
 		return "", err
 	}
 	return k, d.expect(':')
 }
 
-// decodeString reads a string value into s as json.Unmarshal does. A review has a dozen keys
-// and strings: unquoted without reflection (jsonvalue.Decode), they cost a twentieth of a call
-// less; anything but a string (null leaves s alone; a number is an error) is encoding/json's.
+// reviewKeys are the keys a ConversionReview has, each its own string.
+var reviewKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"apiVersion", "kind", "request", "response", "uid", "desiredAPIVersion", "objects", "convertedObjects", "result"} {
+		m[k] = k
+	}
+	return m
+}()
+
+// decodeString reads a string value into s as json.Unmarshal does: a string of printable ASCII
+// without an escape as it is written, anything else (null leaves s alone; a number is an
+// error) through jsonvalue.Decode, or encoding/json where that parser does not read it.
 func (d *reviewDecoder) decodeString(s *string) error {
-	raw, err := d.value()
+	raw, err := d.transientValue()
 	if err != nil {
 		return err
 	}
-	if v, err := jsonvalue.Decode(raw); err == nil {
-		if str, ok := v.(string); ok {
+	if inner, ok := plainString(raw); ok {
+		*s = string(inner)
+		return nil
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		str, err := unquote(raw)
+		if err == nil {
 			*s = str
-			return nil
 		}
+		return err
 	}
 	return json.Unmarshal(raw, s)
 }
 
+// plainString is the content of the JSON string raw when it needs no unquoting: printable
+// ASCII, no escape.
+func plainString(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return nil, false
+		}
+	}
+	return inner, true
+}
+
+// unquote decodes the JSON string raw as json.Unmarshal does, its error included.
+func unquote(raw []byte) (string, error) {
+	if v, err := jsonvalue.Decode(raw); err == nil {
+		if str, ok := v.(string); ok {
+			return str, nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
 // skip reads a value and checks that it is JSON.
 func (d *reviewDecoder) skip() error {
-	raw, err := d.value()
+	raw, err := d.transientValue()
 	if err != nil {
 		return err
 	}
@@ -176,6 +227,16 @@ func (d *reviewDecoder) skip() error {
 // its closing delimiter, anything else to the byte that ends it. It finds the end only; the
 // caller checks the bytes are JSON. More than valueLimit bytes fail as they arrive.
 func (d *reviewDecoder) value() ([]byte, error) {
+	return d.readValue(false)
+}
+
+// transientValue is value, but the bytes may be the reader's own, valid until the next read:
+// a value that has arrived whole is not copied.
+func (d *reviewDecoder) transientValue() ([]byte, error) {
+	return d.readValue(true)
+}
+
+func (d *reviewDecoder) readValue(transient bool) ([]byte, error) {
 	c, err := d.peek()
 	if err != nil {
 		return nil, err
@@ -195,7 +256,12 @@ func (d *reviewDecoder) value() ([]byte, error) {
 		if len(raw)+n > valueLimit {
 			return nil, errValueTooLarge
 		}
-		raw = append(raw, chunk[:n]...)
+		if transient && done && raw == nil {
+			// Discard leaves the buffer's bytes in place until the reader fills it again.
+			raw = chunk[:n:n]
+		} else {
+			raw = append(raw, chunk[:n]...)
+		}
 		_, _ = d.r.Discard(n)
 		d.offset += int64(n)
 		if done {

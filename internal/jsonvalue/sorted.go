@@ -3,6 +3,8 @@ package jsonvalue
 import (
 	"bytes"
 	"slices"
+	"sync"
+	"unsafe"
 )
 
 // Sorted appends to dst the JSON text data with the members of every object in encoding/json's
@@ -19,10 +21,58 @@ import (
 // for an object that repeats a key: no encoding of a map holds one, and which of them counts
 // (the last, once decoded) would decide what dropEmpty drops.
 func Sorted(dst, data []byte, dropEmpty bool) ([]byte, bool) {
-	s := parser{data: data, skip: true}
+	s := sorters.Get().(*sorter)
+	defer s.release()
+	s.parser = parser{data: data, skip: true}
 	s.space()
 	out, ok := s.sorted(dst, 1, dropEmpty)
 	return out, ok && s.end()
+}
+
+// sorter is a parser with the scratch space of the objects it is sorting: an object at depth d
+// gathers its members and their sorted values in levels[d]. Only an object's ancestors are
+// open while it is sorted, each at a smaller depth, so one level per depth serves every object
+// and a Task's body is sorted without an allocation once the pool holds a sorter.
+type sorter struct {
+	parser
+	levels []sortLevel
+}
+
+type sortLevel struct {
+	members []sortedMember
+	values  []byte
+}
+
+var sorters = sync.Pool{New: func() any { return new(sorter) }}
+
+// maxPooledSortBytes bounds the scratch space a pooled sorter keeps: one huge text must not pin
+// its size in memory.
+const maxPooledSortBytes = 64 << 10
+
+func (s *sorter) release() {
+	size := cap(s.levels) * int(unsafe.Sizeof(sortLevel{}))
+	for _, l := range s.levels {
+		size += cap(l.values) + cap(l.members)*int(sortedMemberSize)
+	}
+	s.parser = parser{}
+	if size > maxPooledSortBytes {
+		return
+	}
+	for i := range s.levels {
+		clear(s.levels[i].members) // the keys point into the text sorted
+		s.levels[i].members = s.levels[i].members[:0]
+	}
+	sorters.Put(s)
+}
+
+// level is depth's scratch space, emptied.
+func (s *sorter) level(depth int) *sortLevel {
+	for len(s.levels) <= depth {
+		s.levels = append(s.levels, sortLevel{})
+	}
+	l := &s.levels[depth]
+	l.members, l.values = l.members[:0], l.values[:0]
+	return l
 }
 
 // sortedMember is one member of an object being sorted: its key, and its value already sorted,
@@ -33,9 +83,11 @@ type sortedMember struct {
 	dropped    bool
 }
 
+var sortedMemberSize = unsafe.Sizeof(sortedMember{})
+
 // sorted appends the value at i, sorted. depth counts the objects and lists it is in, itself
 // included should it be one: encoding/json refuses text deeper than maxDepth.
-func (p *parser) sorted(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
+func (p *sorter) sorted(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
 	if p.i >= len(p.data) {
 		return dst, false
 	}
@@ -54,10 +106,9 @@ func (p *parser) sorted(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
 	return append(dst, p.data[start:p.i]...), true
 }
 
-func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
+func (p *sorter) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bool) {
 	p.i++ // '{'
-	var members []sortedMember
-	var values []byte
+	l := p.level(depth)
 	if p.space(); !p.consume('}') {
 		for {
 			p.space()
@@ -69,12 +120,18 @@ func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bo
 				return dst, false
 			}
 			p.space()
-			start := len(values)
-			if values, ok = p.sorted(values, depth+1, dropEmpty); !ok {
+			// The value is sorted into this level's buffer: a deeper object uses a deeper level,
+			// and l stays valid however many levels it adds (it points into s.levels, which
+			// may move: l is read again after).
+			start := len(p.levels[depth].values)
+			values, ok := p.sorted(p.levels[depth].values, depth+1, dropEmpty)
+			l = &p.levels[depth]
+			l.values = values
+			if !ok {
 				return dst, false
 			}
 			dropped := dropEmpty && string(values[start:]) == "{}"
-			members = append(members, sortedMember{key: key, start: start, end: len(values), dropped: dropped})
+			l.members = append(l.members, sortedMember{key: key, start: start, end: len(values), dropped: dropped})
 			p.space()
 			if p.consume(',') {
 				continue
@@ -85,6 +142,7 @@ func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bo
 			return dst, false
 		}
 	}
+	members := l.members
 	slices.SortFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.key, b.key) })
 	for i := 1; i < len(members); i++ {
 		if bytes.Equal(members[i-1].key, members[i].key) {
@@ -103,12 +161,12 @@ func (p *parser) sortedObject(dst []byte, depth int, dropEmpty bool) ([]byte, bo
 		dst = append(dst, '"')
 		dst = append(dst, m.key...)
 		dst = append(dst, '"', ':')
-		dst = append(dst, values[m.start:m.end]...)
+		dst = append(dst, l.values[m.start:m.end]...)
 	}
 	return append(dst, '}'), true
 }
 
-func (p *parser) sortedArray(dst []byte, depth int) ([]byte, bool) {
+func (p *sorter) sortedArray(dst []byte, depth int) ([]byte, bool) {
 	p.i++ // '['
 	dst = append(dst, '[')
 	if p.space(); p.consume(']') {
