@@ -52,15 +52,17 @@ const maxPooledSortBytes = 64 << 10
 func (s *sorter) release() {
 	size := cap(s.levels) * int(unsafe.Sizeof(sortLevel{}))
 	for _, l := range s.levels {
-		size += cap(l.values) + cap(l.members)*int(sortedMemberSize)
+		size += cap(l.values) + cap(l.members)*int(unsafe.Sizeof(sortedMember{}))
 	}
 	s.parser = parser{}
 	if size > maxPooledSortBytes {
 		return
 	}
 	for i := range s.levels {
-		clear(s.levels[i].members) // the keys point into the text sorted
-		s.levels[i].members = s.levels[i].members[:0]
+		// The keys point into the texts sorted, up to the capacity any earlier text used.
+		members := s.levels[i].members
+		clear(members[:cap(members)])
+		s.levels[i].members = members[:0]
 	}
 	sorters.Put(s)
 }
@@ -82,8 +84,6 @@ type sortedMember struct {
 	start, end int
 	dropped    bool
 }
-
-var sortedMemberSize = unsafe.Sizeof(sortedMember{})
 
 // sorted appends the value at i, sorted. depth counts the objects and lists it is in, itself
 // included should it be one: encoding/json refuses text deeper than maxDepth.
