@@ -83,6 +83,7 @@ test: controlplane image ## Run every test: unit, fuzz round trips, integration 
 .PHONY: fuzz
 fuzz: ## Fuzz the converter and the conversion webhook for FUZZTIME each (default 60s).
 	go test ./conversion/ -run '^$$' -fuzz '^FuzzConvert$$' -fuzztime $${FUZZTIME:-60s}
+	go test ./conversion/ -run '^$$' -fuzz '^FuzzInBytesAgreesWithTheTypedPath$$' -fuzztime $${FUZZTIME:-60s}
 	go test ./webhook/ -run '^$$' -fuzz '^FuzzConversionReview$$' -fuzztime $${FUZZTIME:-60s}
 
 ##@ Local cluster

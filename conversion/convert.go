@@ -48,6 +48,26 @@ func (s spoke) fromHub(obj map[string]any, sent []byte) (map[string]any, error) 
 	return s.fromHubDecoding(obj, sent, bodyDecoded)
 }
 
+// fromHubInBytes is fromHub by the spoke's template, for a hub object whose body as sent the
+// template reads; answered is false when it does not (or there is no template, or no body as
+// sent), and the typed path must decide.
+func (s spoke) fromHubInBytes(obj map[string]any, sent []byte) (out map[string]any, answered bool, err error) {
+	if s.inBytes == nil || sent == nil {
+		return nil, false, nil
+	}
+	spokeBody, ok := s.inBytes(sent)
+	if !ok {
+		return nil, false, nil
+	}
+	meta, err := metadataWithout(obj)
+	if err != nil {
+		return nil, true, err
+	}
+	s.shortcuts.Add(1)
+	s.inBytesTaken.Add(1)
+	return assemble(s.version, meta, spokeBody), true, nil
+}
+
 // bodyDecoded is the decodeBody of an object whose spec and status are maps already.
 func bodyDecoded() error { return nil }
 

@@ -40,10 +40,15 @@ func (d Decoded) APIVersion() string {
 	return v
 }
 
-// Convert converts the object to version, as Convert does; d must not be converted twice.
+// Convert converts the object to version, as Convert does; d must not be converted twice. The
+// spec and status of an object converted by a spoke's template (inbytes.go) are
+// json.RawMessage, as its metadata's undecoded fields are.
 func (d Decoded) Convert(version string) (map[string]any, error) {
 	if from, err := versionOf(d.obj); err == nil && from == hubVersion {
 		if to, ok := spokes[version]; ok {
+			if out, answered, err := to.fromHubInBytes(d.obj, d.sent); answered {
+				return out, err
+			}
 			return to.fromHubDecoding(d.obj, d.sent, d.decodeBody)
 		}
 	}

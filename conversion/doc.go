@@ -14,7 +14,10 @@
 //     review's objects keeping metadata.managedFields raw, and their spec and status as sent for
 //     the typed decoding a conversion starts with. A hub object whose body as sent is already
 //     what its old version says, defaulted, loses nothing and is converted without the diff
-//     (losesnothing.go; LosslessShortcuts counts them).
+//     (losesnothing.go; LosslessShortcuts counts them). v1alpha1 reads such a body without a
+//     typed object at all: its template (v1alpha1_bytes.go, on inbytes.go) matches the bytes
+//     as sent against the one spelling the shortcut accepts and writes the old body from them,
+//     and declines anything else (ShortcutsInBytes counts the ones it answered).
 //
 // Decoded JSON is decoded, encoded and compared with internal/jsonvalue, encoding/json's and
 // sigs.k8s.io/json's bytes and values without their reflection: the /convert handler's hot path.

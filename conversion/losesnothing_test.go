@@ -87,7 +87,7 @@ func TestLosesNothingAgreesWithThePreservedPatch(t *testing.T) {
 
 // storedAtV1 is a spoke Task as the apiserver stores it once written at apiVersion: converted to
 // v1, without the preserved annotation a random spoke's metadata may carry.
-func storedAtV1(t *testing.T, spoke any, apiVersion string) map[string]any {
+func storedAtV1(t testing.TB, spoke any, apiVersion string) map[string]any {
 	obj := rawOf(t, spoke)
 	obj["apiVersion"], obj["kind"] = apiVersion, taskv1.Kind
 	if m, ok := obj["metadata"].(map[string]any); ok {

@@ -21,8 +21,12 @@ type spoke struct {
 	// (decodeTyped).
 	up    func(b body, sent []byte) (pure *taskv1.Task, canonical body, err error)
 	rules spokeRules
-	// shortcuts counts the conversions from the hub that losesNothing answered.
-	shortcuts *atomic.Uint64
+	// inBytes is the spoke's template (inbytes.go), or nil: the spoke's body of a hub body as
+	// sent that loses nothing, false where the typed path must decide.
+	inBytes func(sent []byte) (body, bool)
+	// shortcuts counts the conversions from the hub that losesNothing or the template
+	// answered; inBytesTaken those the template did.
+	shortcuts, inBytesTaken *atomic.Uint64
 }
 
 // spokeRules say which hidden fields survive an edit made at the spoke.
@@ -77,9 +81,16 @@ func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P
 			canonical, pure, err := toHub(s)
 			return pure, canonical, err
 		},
-		rules:     rules,
-		shortcuts: new(atomic.Uint64),
+		rules:        rules,
+		shortcuts:    new(atomic.Uint64),
+		inBytesTaken: new(atomic.Uint64),
 	}
+}
+
+// withTemplate is s converting from the hub by template inBytes where it answers.
+func (s spoke) withTemplate(inBytes func(sent []byte) (body, bool)) spoke {
+	s.inBytes = inBytes
+	return s
 }
 
 // LosslessShortcuts is how many objects this process converted from v1 to version (an old
@@ -91,6 +102,16 @@ func LosslessShortcuts(version string) uint64 {
 		return 0
 	}
 	return s.shortcuts.Load()
+}
+
+// ShortcutsInBytes is how many of LosslessShortcuts(version) the version's template answered,
+// reading and writing bytes without a typed object (inbytes.go); 0 for a version without one.
+func ShortcutsInBytes(version string) uint64 {
+	s, ok := spokes[version]
+	if !ok {
+		return 0
+	}
+	return s.inBytesTaken.Load()
 }
 
 // spokes are the old versions, by version name.

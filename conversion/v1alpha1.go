@@ -20,7 +20,7 @@ var v1alpha1Spoke = newSpoke(v1alpha1.GroupVersion.Version, v1ToV1alpha1, v1alph
 		{value: "status.lastJob.name", owns: "status.lastJob"},
 	},
 	defaults: map[string]any{"spec.replicas": int64(1), "spec.maxRetry": int64(0)},
-})
+}).withTemplate(v1alpha1InBytes)
 
 // v1alpha1Fields is the v1 fields each v1alpha1 field is converted to by v1alpha1ToV1 (see
 // FieldMapping): what server-side apply ownership recorded at v1alpha1 means at v1.

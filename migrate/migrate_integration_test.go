@@ -94,7 +94,7 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 		}
 	})
 
-	shortcuts := conversion.LosslessShortcuts("v1alpha1")
+	shortcuts, inBytes := conversion.LosslessShortcuts("v1alpha1"), conversion.ShortcutsInBytes("v1alpha1")
 	cpFile := filepath.Join(t.TempDir(), "checkpoint.json")
 	var out bytes.Buffer
 	sum, err := migrate.Run(ctx, env.cfg, migrate.Options{PageSize: 50, Concurrency: 4, CheckpointFile: cpFile,
@@ -120,6 +120,10 @@ func TestRunMigratesStoredTasks(t *testing.T) {
 	// order, its escaping of the scripts' "&&").
 	if got := conversion.LosslessShortcuts("v1alpha1") - shortcuts; got < uint64(n) {
 		t.Errorf("%d conversions to v1alpha1 took the lossless shortcut during the migration and the reads after it, want at least %d (one per Task)", got, n)
+	}
+	// ... and v1alpha1's template reads those bytes, "\u0026\u0026" included, without a typed Task.
+	if got := conversion.ShortcutsInBytes("v1alpha1") - inBytes; got < uint64(n) {
+		t.Errorf("%d conversions to v1alpha1 took the shortcut in bytes, want at least %d (one per Task)", got, n)
 	}
 	if _, err := os.Stat(cpFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("checkpoint left behind: %v", err)

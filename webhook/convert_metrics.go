@@ -33,8 +33,12 @@ var (
 	}, []string{"from", "to"})
 )
 
-// losslessShortcutsName counts, by old version, what conversion.LosslessShortcuts does.
-const losslessShortcutsName = "taskoperator_conversion_lossless_shortcuts_total"
+// losslessShortcutsName counts, by old version, what conversion.LosslessShortcuts does, and
+// shortcutsInBytesName what conversion.ShortcutsInBytes does.
+const (
+	losslessShortcutsName = "taskoperator_conversion_lossless_shortcuts_total"
+	shortcutsInBytesName  = "taskoperator_conversion_shortcuts_in_bytes_total"
+)
 
 func init() {
 	metrics.Registry.MustRegister(convertRequestsTotal, convertRequestDuration, convertObjectsTotal, convertObjectDuration)
@@ -47,6 +51,11 @@ func init() {
 			Help:        "Objects converted from v1 to an old version without working out what they lose: their body as sent showed they lose nothing.",
 			ConstLabels: prometheus.Labels{"to": version},
 		}, func() float64 { return float64(conversion.LosslessShortcuts(version)) }))
+		metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        shortcutsInBytesName,
+			Help:        "Of the lossless shortcuts, those the old version's template answered from the bytes as sent, without a typed object.",
+			ConstLabels: prometheus.Labels{"to": version},
+		}, func() float64 { return float64(conversion.ShortcutsInBytes(version)) }))
 	}
 }
 

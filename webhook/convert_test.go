@@ -357,7 +357,8 @@ func FuzzConversionReview(f *testing.F) {
 
 // TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts: a Task written at v1alpha1 and read back
 // at v1alpha1, or before its first status at v1beta1, loses nothing and is counted under the
-// version read (taskoperator_conversion_lossless_shortcuts_total); a Task with a field the
+// version read (taskoperator_conversion_lossless_shortcuts_total), and at v1alpha1 as answered
+// by its template (taskoperator_conversion_shortcuts_in_bytes_total); a Task with a field the
 // version lacks is not, nor is a conversion to v1.
 func TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts(t *testing.T) {
 	plain := mustConvert(t, plainV1alpha1Task(), taskv1.GroupVersion.Version)
@@ -373,6 +374,7 @@ func TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts(t *testing.T) {
 		counted map[string]uint64
 	}{
 		{"written at v1alpha1, read at v1alpha1", plain, "example.com/v1alpha1", map[string]uint64{"v1alpha1": 1}},
+		{"written at v1alpha1 with a script of && and <, read at v1alpha1", withScript(t, plain, "a && b < c"), "example.com/v1alpha1", map[string]uint64{"v1alpha1": 1}},
 		{"written at v1alpha1 before its first status, read at v1beta1", unrun, "example.com/v1beta1", map[string]uint64{"v1beta1": 1}},
 		{"with a status time v1beta1 lacks, read at v1beta1", plain, "example.com/v1beta1", nil},
 		{"v1-only fields, read at v1alpha1", rich, "example.com/v1alpha1", nil},
@@ -380,28 +382,44 @@ func TestOnlyObjectsThatLoseNothingAreCountedAsShortcuts(t *testing.T) {
 		{"read at v1", mustConvert(t, plain, "v1alpha1"), "example.com/v1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := shortcutCounts()
+			before, inBytesBefore := shortcutCounts(conversion.LosslessShortcuts), shortcutCounts(conversion.ShortcutsInBytes)
 			review := postReview(t, reviewOf(t, "u-1", tc.desired, tc.obj))
 			if review.Response.Result.Status != "Success" {
 				t.Fatalf("result %+v", review.Response.Result)
 			}
-			after := shortcutCounts()
+			after, inBytesAfter := shortcutCounts(conversion.LosslessShortcuts), shortcutCounts(conversion.ShortcutsInBytes)
 			for version, was := range before {
 				if got, want := after[version]-was, tc.counted[version]; got != want {
 					t.Errorf("%s: %d shortcuts counted, want %d", version, got, want)
+				}
+				// v1alpha1 has a template, and it answers every shortcut the apiserver's bytes allow.
+				want := uint64(0)
+				if version == "v1alpha1" {
+					want = tc.counted[version]
+				}
+				if got := inBytesAfter[version] - inBytesBefore[version]; got != want {
+					t.Errorf("%s: %d shortcuts in bytes counted, want %d", version, got, want)
 				}
 			}
 		})
 	}
 }
 
-// shortcutCounts is conversion.LosslessShortcuts of each old version.
-func shortcutCounts() map[string]uint64 {
+// shortcutCounts is count (conversion.LosslessShortcuts, conversion.ShortcutsInBytes) of each
+// old version.
+func shortcutCounts(count func(version string) uint64) map[string]uint64 {
 	counts := map[string]uint64{}
 	for _, version := range conversion.ServedVersions() {
 		if version != taskv1.GroupVersion.Version {
-			counts[version] = conversion.LosslessShortcuts(version)
+			counts[version] = count(version)
 		}
 	}
 	return counts
+}
+
+// withScript is a copy of the v1 Task obj running script.
+func withScript(t testing.TB, obj map[string]any, script string) map[string]any {
+	out := reencode(t, obj)
+	out["spec"].(map[string]any)["runner"].(map[string]any)["shell"] = map[string]any{"script": script}
+	return out
 }
