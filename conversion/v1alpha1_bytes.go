@@ -25,6 +25,10 @@ var (
 		spec.Runner.HTTP = &taskv1.HTTPRunner{URL: placeholderText}
 		return spec.Runner.HTTP
 	}, `"`+placeholderText+`"`)
+
+	// The template's pieces around maxRetries, joined once.
+	beforeMaxRetries = `,"retry":` + retryBefore
+	afterMaxRetries  = retryAfter + `,"runner":`
 )
 
 const (
@@ -63,9 +67,9 @@ func v1alpha1InBytes(sent []byte) (body, bool) {
 	var v v1alpha1Values
 	r.literal(`{"spec":{"parallelism":`)
 	v.parallelism = r.int32()
-	r.literal(`,"retry":` + retryBefore)
+	r.literal(beforeMaxRetries)
 	v.maxRetries = r.int32()
-	r.literal(retryAfter + `,"runner":`)
+	r.literal(afterMaxRetries)
 	readV1alpha1Runner(r, &v)
 	r.literal("}")
 	if r.optional(`,"status":`) {
