@@ -44,11 +44,12 @@ func BenchmarkConvertHandler(b *testing.B) {
 // BenchmarkConvertHandlerCold is BenchmarkConvertHandler with the processor's caches flushed
 // before each call, untimed: a webhook server meets each call of a control plane cold, its code
 // and data evicted by the apiserver and etcd that ran in between. There the handler takes 3 to
-// 5 times its warm time, as it does here, and ours costs more over the no-op than warm: for a
-// Task that hides nothing, 0.9-1.55x (about 1.3x; 1.4-1.5x inside the control plane's server)
-// where the warm loop says 0.9-1.1x. It is a closer model than the warm loop, not a faithful
-// one: it is noisy, and 77 fewer allocations a call moved it where they did not move the control
-// plane (docs/benchmarks.md). Each call walks evictBytes, so give it a count: -benchtime 2000x.
+// 5 times its warm time, as it does here, and the cold ratio to the no-op sits above the warm
+// one: for a Task that hides nothing, about 0.8x where warm says about 0.5x (v1alpha1's
+// template; 0.75x inside the control plane's server). It is a closer model than the warm loop,
+// not a faithful one: it is noisy, and once said fewer allocations would narrow a gap on the
+// control plane that they did not (docs/benchmarks.md). Each call walks evictBytes, so give it
+// a count: -benchtime 2000x.
 func BenchmarkConvertHandlerCold(b *testing.B) {
 	flush := make([]byte, evictBytes)
 	benchmarkHandlerCases(b, func() { evictCaches(flush) })
