@@ -45,8 +45,8 @@ func BenchmarkConvertHandler(b *testing.B) {
 // before each call, untimed: a webhook server meets each call of a control plane cold, its code
 // and data evicted by the apiserver and etcd that ran in between. There the handler takes 3 to
 // 5 times its warm time, as it does here, and the cold ratio to the no-op sits above the warm
-// one: for a Task that hides nothing, about 0.8x where warm says about 0.5x (v1alpha1's
-// template; 0.75x inside the control plane's server). It is a closer model than the warm loop,
+// one: for a Task that hides nothing, 0.8-1.2x where warm says about 0.5x (v1alpha1's
+// template; 0.75-0.9x inside the control plane's server). It is a closer model than the warm loop,
 // not a faithful one: it is noisy, and once said fewer allocations would narrow a gap on the
 // control plane that they did not (docs/benchmarks.md). Each call walks evictBytes, so give it
 // a count: -benchtime 2000x.
