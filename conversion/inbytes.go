@@ -17,10 +17,11 @@ import (
 // The template only ever answers where the typed path would have taken its shortcut, with the
 // same bytes; anything else it declines, and the typed path decides as before. Its holes admit
 // only values in the one spelling encoding/json gives them (answerText, bodyReader.int32), so
-// that the bytes matched are the typed path's baseline and nothing else. TestInBytesAgreesWithTheTypedPath
-// holds each template to the typed path: on the baseline of every combination of the fields
-// its version expresses, which it must accept (a default added to v1 and not to the template
-// fails it), and on random and respelled Tasks, where it must agree whenever it answers.
+// that the bytes matched are the typed path's baseline and nothing else.
+// TestInBytesAgreesWithTheTypedPath holds each template to the typed path: on the baseline of
+// every combination of the fields its version expresses, which it must accept (a default added
+// to v1 and not to the template fails it), and on random, respelled and damaged Tasks, where it
+// must agree whenever it answers.
 
 // bodyReader matches a JSON text against a template, a piece at a time; once a piece does not
 // match, every later read fails too, so that a template reads as a straight sequence.
