@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"example.com/task-operator/internal/jsonvalue"
@@ -128,14 +129,10 @@ func plainText(c byte) bool {
 // encoding/json spells that string with HTML escaping, the one spelling the typed path's
 // shortcut accepts (losesNothing compares the bytes).
 func answerText(sent []byte) (answer []byte, ok bool) {
-	plain := true
-	for _, c := range sent {
-		plain = plain && plainText(c)
+	quoted := quote(sent)
+	if !slices.ContainsFunc(sent, func(c byte) bool { return !plainText(c) }) {
+		return quoted, true
 	}
-	if plain {
-		return append(append(append(make([]byte, 0, len(sent)+2), '"'), sent...), '"'), true
-	}
-	quoted := append(append(append(make([]byte, 0, len(sent)+2), '"'), sent...), '"')
 	var s string
 	if err := json.Unmarshal(quoted, &s); err != nil {
 		return nil, false
@@ -145,6 +142,11 @@ func answerText(sent []byte) (answer []byte, ok bool) {
 	}
 	answer, err := jsonvalue.Append(nil, s, false)
 	return answer, err == nil
+}
+
+// quote is text between two quotes, in a new slice.
+func quote(text []byte) []byte {
+	return append(append(append(make([]byte, 0, len(text)+2), '"'), text...), '"')
 }
 
 // bodyWriter writes a JSON object's members in the order they are given, which the template

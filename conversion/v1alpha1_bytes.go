@@ -193,8 +193,7 @@ func (v *v1alpha1Values) mapType() bool {
 // canonicalTime reports whether text is a time metav1.Time writes back as it is (RFC 3339 in
 // UTC, whole seconds) and not the zero time, which it writes as null.
 func canonicalTime(text []byte) bool {
-	quoted := make([]byte, 0, len(text)+2)
-	quoted = append(append(append(quoted, '"'), text...), '"')
+	quoted := quote(text)
 	var t metav1.Time
 	if err := t.UnmarshalJSON(quoted); err != nil || t.IsZero() {
 		return false
