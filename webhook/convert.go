@@ -266,6 +266,7 @@ func (o *reviewResponder) convert(rv reviewHeader, sent sentObject) error {
 		return err
 	}
 	convertObjectsTotal.WithLabelValues(from, to, "success").Inc()
+	keepWhatTheApiserverReads(obj)
 	o.writeHead(rv)
 	if o.count > 0 {
 		_ = o.buf.WriteByte(',')
@@ -279,6 +280,28 @@ func (o *reviewResponder) convert(rv reviewHeader, sent sentObject) error {
 	}
 	_, err = o.buf.Write(append(out, '\n'))
 	return err
+}
+
+// answeredMetadata are the metadata fields the apiserver reads from a converted object. It
+// rejects an answer whose name, namespace or uid differ from the object it sent, takes labels
+// and annotations from the answer (an absent one is removed), and restores every other field
+// from the object it sent (restoreObjectMeta in k8s.io/apiextensions-apiserver's webhook
+// converter; "all other changes are ignored" in the CRD versioning documentation).
+var answeredMetadata = map[string]bool{"name": true, "namespace": true, "uid": true, "labels": true, "annotations": true}
+
+// keepWhatTheApiserverReads drops from obj's metadata what the apiserver would discard:
+// managedFields first, often the larger half of a Task, which the answer would otherwise carry
+// back to be decoded into maps and thrown away, on every call.
+func keepWhatTheApiserverReads(obj map[string]any) {
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	for key := range meta {
+		if !answeredMetadata[key] {
+			delete(meta, key)
+		}
+	}
 }
 
 // finish closes the response with the result: success, or the error that stopped it.

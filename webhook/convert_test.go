@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -224,39 +223,56 @@ func TestConvertHandlerRefusesNullMetadata(t *testing.T) {
 	}
 }
 
-// TestConvertHandlerReturnsManagedFieldsAsSent: the raw managedFields the handler does not
-// decode come back meaning what was sent, at every version, with the keys of fieldsV1
-// (k:{...} with escaped quotes, HTML characters, non-ASCII) intact.
-func TestConvertHandlerReturnsManagedFieldsAsSent(t *testing.T) {
-	mf := `[{"manager":"a<b>&c","operation":"Apply","apiVersion":"example.com/v1","time":"2030-01-02T03:04:05Z","fieldsType":"FieldsV1",` +
-		`"fieldsV1":{"f:metadata":{"f:labels":{"f:é\u2028":{}}},"f:spec":{"f:runner":{"f:http":{"f:headers":{"k:{\"name\":\"<x>&\"}":{".":{},"f:name":{}}}}}}}},` +
-		`{"manager":"s","operation":"Update","apiVersion":"example.com/v1alpha1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":{"f:status":{".":{},"f:state":{}}}}]`
-	hub := hubObject(t, sample.HTTPTask())
-	var want any
-	if err := json.Unmarshal([]byte(mf), &want); err != nil {
-		t.Fatal(err)
-	}
-	hub["metadata"].(map[string]any)["managedFields"] = want
-	raw, _ := json.Marshal(hub)
+// TestConvertHandlerAnswersOnlyTheMetadataTheApiserverReads: an answer's metadata has the
+// fields the apiserver checks (name, namespace, uid) and takes (labels, annotations), as a full
+// conversion has them, and nothing the apiserver restores from the object it sent. That the
+// apiserver then holds every field as sent is TestTheApiserverRestoresTheMetadataAnAnswerLeavesOut.
+func TestConvertHandlerAnswersOnlyTheMetadataTheApiserverReads(t *testing.T) {
+	hub := withFullMetadata(t, hubObject(t, sample.RichTask("echo step")))
 	for _, to := range []string{"example.com/v1alpha1", "example.com/v1beta1", "example.com/v1"} {
-		review := postReview(t, `{"request":{"uid":"u","desiredAPIVersion":"`+to+`","objects":[`+string(raw)+`]}}`)
+		review := postReview(t, reviewOf(t, "u", to, hub))
 		if review.Response.Result.Status != "Success" || len(review.Response.ConvertedObjects) != 1 {
 			t.Fatalf("to %s: %+v", to, review.Response.Result)
 		}
-		var got struct {
-			Metadata struct {
-				ManagedFields any `json:"managedFields"`
-			} `json:"metadata"`
-		}
+		var got map[string]any
 		if err := json.Unmarshal(review.Response.ConvertedObjects[0].Raw, &got); err != nil {
 			t.Fatal(err)
 		}
-		g, _ := json.Marshal(got.Metadata.ManagedFields)
-		w, _ := json.Marshal(want)
-		if !bytes.Equal(g, w) {
-			t.Errorf("to %s: managedFields\n got %s\nwant %s", to, g, w)
+		full := mustConvert(t, hub, strings.TrimPrefix(to, "example.com/"))
+		want := map[string]any{}
+		for key, v := range full["metadata"].(map[string]any) {
+			if answeredMetadata[key] {
+				want[key] = v
+			}
+		}
+		if diff := cmp.Diff(reencode(t, want), reencode(t, got["metadata"])); diff != "" {
+			t.Errorf("to %s: metadata (-want +got):\n%s", to, diff)
+		}
+		if len(want) != len(answeredMetadata) {
+			t.Errorf("to %s: the Task lacks some of %v, so the test proves less than it says: %v", to, answeredMetadata, want)
 		}
 	}
+}
+
+// withFullMetadata gives obj every metadata field a stored Task can have, managedFields with the
+// fieldsV1 keys that need escaping (k:{...} with quotes, HTML characters, non-ASCII).
+func withFullMetadata(t testing.TB, obj map[string]any) map[string]any {
+	t.Helper()
+	meta := `{"name":"nightly","namespace":"ns","uid":"5f0c3a52-0c1e-4bfb-9d1c-2b1d6f3b8f11","resourceVersion":"4711","generation":3,` +
+		`"creationTimestamp":"2030-01-02T03:04:05Z","deletionTimestamp":"2030-01-03T03:04:05Z","deletionGracePeriodSeconds":0,` +
+		`"labels":{"app":"nightly","é":"x"},"finalizers":["example.com/job-cleanup"],` +
+		`"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"0c7e7a0e-3a34-4c52-9b0a-7c1b1ad0e5a1","controller":true}],` +
+		`"managedFields":[{"manager":"a<b>&c","operation":"Apply","apiVersion":"example.com/v1","time":"2030-01-02T03:04:05Z","fieldsType":"FieldsV1",` +
+		`"fieldsV1":{"f:metadata":{"f:labels":{"f:é\u2028":{}}},"f:spec":{"f:runner":{"f:http":{"f:headers":{"k:{\"name\":\"<x>&\"}":{".":{},"f:name":{}}}}}}}},` +
+		`{"manager":"s","operation":"Update","apiVersion":"example.com/v1alpha1","subresource":"status","fieldsType":"FieldsV1","fieldsV1":{"f:status":{".":{},"f:state":{}}}}]}`
+	obj = reencode(t, obj)
+	full := reencode(t, json.RawMessage(meta))
+	full["annotations"] = obj["metadata"].(map[string]any)["annotations"]
+	if full["annotations"] == nil {
+		full["annotations"] = map[string]any{"note": "kept"}
+	}
+	obj["metadata"] = full
+	return obj
 }
 
 var requestName = regexp.MustCompile(`"t[0-9]+-[0-9]+-`)
@@ -274,7 +290,7 @@ func TestConvertHandlerPooledBuffersKeepRequestsApart(t *testing.T) {
 			defer wg.Done()
 			for i := range 30 {
 				name := fmt.Sprintf("t%d-%d-%s", g, i, strings.Repeat("y", (g*9973+i*7919)%90000))
-				obj := fmt.Sprintf(`{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":%q,"managedFields":[{"manager":%q}]},"spec":{"type":"shell","shell":%q}}`, name, name, name)
+				obj := fmt.Sprintf(`{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":%q,"labels":{"n":%q}},"spec":{"type":"shell","shell":%q}}`, name, name, name)
 				body := `{"request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":[` + obj + `]}}`
 				cut := i%5 == 0
 				if cut {
