@@ -40,7 +40,8 @@ var (
 // NewConvertHandler serves /convert: the CRD's conversion webhook (conversion.Convert). It streams the review: objects are
 // read, converted and written one at a time, so a LIST page of any size costs the memory of one
 // object, not of the page. Every answer, a failed one included, is a ConversionReview with HTTP
-// 200, so that the apiserver reports its message rather than a bare status code.
+// 200, so that the apiserver reports its message rather than a bare status code. A converted
+// object carries only the metadata the apiserver reads from it (answeredMetadata).
 func NewConvertHandler() http.Handler {
 	return convertHandler{}
 }
