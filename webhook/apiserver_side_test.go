@@ -18,6 +18,7 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 	"example.com/task-operator/config"
+	"example.com/task-operator/conversion"
 	"example.com/task-operator/internal/sample"
 )
 
@@ -64,8 +65,6 @@ func convertAsTheApiserver(t testing.TB, convertor runtime.ObjectConvertor, obj 
 	return out.(*unstructured.Unstructured).Object
 }
 
-var servedVersions = []string{"v1alpha1", "v1beta1", "v1"}
-
 // TestTheApiserverRestoresTheMetadataAnAnswerLeavesOut: through the apiserver's own webhook
 // client, every conversion between served versions of a Task with every metadata field a stored
 // one can have gives what a conversion that keeps its metadata whole gives: nothing an answer
@@ -77,9 +76,9 @@ func TestTheApiserverRestoresTheMetadataAnAnswerLeavesOut(t *testing.T) {
 		"nothing hidden":                    withFullMetadata(t, mustConvert(t, plainV1alpha1Task(), taskv1.GroupVersion.Version)),
 		"no labels nor annotations":         withoutLabelsAndAnnotations(withFullMetadata(t, hubObject(t, sample.HTTPTask()))),
 	} {
-		for _, from := range servedVersions {
+		for _, from := range conversion.ServedVersions() {
 			sent := mustConvert(t, task, from)
-			for _, to := range servedVersions {
+			for _, to := range conversion.ServedVersions() {
 				if to == from {
 					continue
 				}
