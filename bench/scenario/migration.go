@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -36,7 +37,7 @@ func migration(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	if err != nil {
 		return err
 	}
-	err = compareMigrations(ctx, e, up, s.Tasks, r)
+	err = compareMigrations(ctx, e, up, s, r)
 	e.Logf("restoring the CRD and the operator")
 	return errors.Join(err, restore(ctx, e, up), up.Close())
 }
@@ -49,7 +50,8 @@ func restore(ctx context.Context, e *harness.Env, up *testenv.Upgrade) error {
 	return e.EnsureOperators(ctx, 1, false, false)
 }
 
-func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade, n int, r *Result) error {
+func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade, s Size, r *Result) error {
+	n := s.Tasks
 	// Tasks carry the operator's finalizer: delete them, with the CRD, while it runs.
 	e.Logf("deleting the Task CRD and every Task")
 	if err := up.DeleteCRD(ctx, 10*time.Minute); err != nil {
@@ -77,7 +79,7 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 			return err
 		}
 	}
-	if err := againstCeiling(ctx, e, up, f, cfg, n, rates[methodBare], times[methodMigrate], r); err != nil {
+	if err := againstCeiling(ctx, e, up, f, cfg, n, s.Reps, rates[methodBare], times[methodMigrate], r); err != nil {
 		return err
 	}
 	if rates[methodSVM], _, err = timeMethod(ctx, e, up, cfg, timedMethod{method: methodSVM}, n, r); err != nil {
@@ -101,20 +103,33 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 // those minutes (etcd's database, the page cache, other processes) weighs on both sides of each
 // ratio alike, where timed once each, one after the other, a ratio moved with it. The first
 // migrate.Run was profiled, so every run of the six is: the profiles' cost weighs alike too.
+// schemaTimings (the migration's Reps) times the Task's-schemas ceiling that often in the
+// middle (A B C D D C B A with two): the apiserver's cost of the Task's schemas without a call,
+// which tells the calls' share of the gap to the no-webhook ceiling from the schemas'.
 // The Tasks are deleted first: the Floors are rewritten beside no Task, as every migrate.Run is
 // beside no Floor.
-func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, cfg *rest.Config, n int, bare float64, first time.Duration, r *Result) error {
+func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, cfg *rest.Config, n, schemaTimings int, bare float64, first time.Duration, r *Result) error {
 	if err := up.DeleteCRD(ctx, 10*time.Minute); err != nil {
 		return err
 	}
+	noConversion := &apix.CustomResourceConversion{Strategy: apix.NoneConverter}
 	none := func(label string) ceiling {
-		return ceiling{name: noWebhookCeiling, label: label, conv: &apix.CustomResourceConversion{Strategy: apix.NoneConverter}, profile: true}
+		return ceiling{name: noWebhookCeiling, label: label, conv: noConversion, profile: true}
 	}
 	free := func(label string) ceiling {
-		return ceiling{name: renameOnlyFloor, label: label, conv: f.renameOnly(), profile: true, sameCalls: true}
+		return ceiling{name: renameOnlyFloor, label: label, conv: f.renameOnly(), profile: true, taskShaped: true, sameCalls: true}
 	}
+	schemas := func(label string) ceiling {
+		return ceiling{name: taskSchemasCeiling, label: label, conv: noConversion, profile: true, taskShaped: true}
+	}
+	order := []ceiling{none("first"), free("first")}
+	var schemaRuns []ceiling
+	for i := range schemaTimings {
+		schemaRuns = append(schemaRuns, schemas(fmt.Sprint(i+1)))
+	}
+	order = append(append(order, schemaRuns...), free("second"), none("second"))
 	times := map[string]time.Duration{}
-	for _, c := range []ceiling{none("first"), free("first"), free("second"), none("second")} {
+	for _, c := range order {
 		d, err := f.timeCeiling(ctx, e, c, n, bare, r)
 		if err != nil {
 			return err
@@ -134,7 +149,26 @@ func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	freeFirst, freeSecond := times[free("first").String()], times[free("second").String()]
 	r.Addf("migrate.Run speed ÷ the same-calls floor", fmt.Sprintf("objects/s over four runs timed in turn (A … C C … A): migrate.Run %.0f, Floors with the Task's schemas and the rename-only webhook, stored, created and rewritten at v1, %.0f and %.0f, migrate.Run %.0f; the same conversion calls per write",
 		rate(n, first), rate(n, freeFirst), rate(n, freeSecond), rate(n, second)), "%.2f", (freeFirst+freeSecond).Seconds()/ours)
+	if len(schemaRuns) > 0 {
+		reportSchemaCeiling(n, schemaRuns, times, ours, noneFirst+noneSecond, r)
+	}
 	return nil
+}
+
+// reportSchemaCeiling sets migrate.Run (ours: its two timings, summed) and the no-webhook
+// ceiling (none: its two) against the Task's-schemas ceiling, whose timings are runs.
+func reportSchemaCeiling(n int, runs []ceiling, times map[string]time.Duration, ours float64, none time.Duration, r *Result) {
+	var total time.Duration
+	rates := make([]string, 0, len(runs))
+	for _, c := range runs {
+		total += times[c.String()]
+		rates = append(rates, fmt.Sprintf("%.0f", rate(n, times[c.String()])))
+	}
+	perRun := total.Seconds() / float64(len(runs))
+	r.Addf("migrate.Run speed ÷ the Task's schemas without a webhook", fmt.Sprintf("mean objects/s: migrate.Run %.0f; Floors with the Task's schemas, no conversion webhook, stored, created and rewritten at v1 (%s): %s; the Task's schemas on both sides: what the calls of migrate.Run's writes cost, our webhook's and the apiserver's sides together",
+		float64(2*n)/ours, taskSchemasCeiling, strings.Join(rates, ", ")), "%.2f", 2*perRun/ours)
+	r.Addf("the Task's schemas without a webhook ÷ the no-webhook ceiling", "mean objects/s, the same runs: what the Task's schemas cost the apiserver, no call made",
+		"%.2f", none.Seconds()/2/perRun)
 }
 
 // timedMethod is one timing of a migration method; label names its rows (the method's name
