@@ -125,6 +125,18 @@ func TestSizeFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-kills=0"}, &bytes.Buffer{}); err == nil {
 		t.Error("-kills=0 accepted")
 	}
+	for _, n := range []int{0, 2} {
+		cfg, err := parseFlags([]string{"-smoke", fmt.Sprintf("-migrate-schema-ceilings=%d", n)}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.sizes["migration"]; s.Reps != n {
+			t.Errorf("-migrate-schema-ceilings=%d: migration size %v", n, s)
+		}
+	}
+	if _, err := parseFlags([]string{"-migrate-schema-ceilings=-1"}, &bytes.Buffer{}); err == nil {
+		t.Error("-migrate-schema-ceilings=-1 accepted")
+	}
 }
 
 func TestClientWrites(t *testing.T) {

@@ -52,7 +52,7 @@ var sizeFlags = []struct {
 	{"list-reps", "LISTs per version", []string{"conversion"}, reps},
 	{"conversion-benchtime", "go test -benchtime of the converter benchmarks, or none", []string{"conversion"}, benchtime},
 	{"migrate-tasks", "v1alpha1-stored Tasks migrated by each method", []string{"migration"}, tasks},
-	{"migrate-schema-ceilings", "timings of the rewrite ceiling with the Task's schemas and no webhook, between the same-calls floor's", []string{"migration"}, reps},
+	{"migrate-schema-ceilings", "timings of the rewrite ceiling with the Task's schemas and no webhook, between the same-calls floor's", []string{"migration"}, timings},
 	{"memory-tasks", "Tasks run before the peak RSS is read", []string{"memory"}, tasks},
 	{"idle", "idle window", []string{"idle"}, gap},
 	{"kill-tasks", "Tasks run while the operator is killed", []string{"kill"}, tasks},
@@ -90,8 +90,10 @@ func (f field[T]) set(s *scenario.Size, value string) error {
 func (f field[T]) show(s scenario.Size) string { return fmt.Sprint(*f.at(&s)) }
 
 var (
-	tasks     = field[int]{func(s *scenario.Size) *int { return &s.Tasks }, positive}
-	reps      = field[int]{func(s *scenario.Size) *int { return &s.Reps }, positive}
+	tasks = field[int]{func(s *scenario.Size) *int { return &s.Tasks }, positive}
+	reps  = field[int]{func(s *scenario.Size) *int { return &s.Reps }, positive}
+	// timings is Reps where none is a choice: an optional timing turned off.
+	timings   = field[int]{func(s *scenario.Size) *int { return &s.Reps }, nonNegative}
 	gap       = field[time.Duration]{func(s *scenario.Size) *time.Duration { return &s.Gap }, time.ParseDuration}
 	benchtime = field[string]{func(s *scenario.Size) *string { return &s.Benchtime }, noneIsEmpty}
 	seed      = field[uint64]{func(s *scenario.Size) *uint64 { return &s.Seed }, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }}
@@ -101,6 +103,14 @@ func positive(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err == nil && n <= 0 {
 		err = errors.New("want a positive number")
+	}
+	return n, err
+}
+
+func nonNegative(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err == nil && n < 0 {
+		err = errors.New("want 0 or more")
 	}
 	return n, err
 }

@@ -111,7 +111,7 @@ var All = []Scenario{
 	// handover and peak RSS at each step.
 	{"scale", Scale, one, Size{Tasks: 30, Reps: 3}, Size{Tasks: 50000, Reps: 100}, scale},
 	// Tasks stored at v1alpha1 migrated by each method; Reps times the Task's-schemas ceiling
-	// (againstCeiling), at full size only when asked: two timings add about five minutes.
+	// (againstCeiling), at full size only when asked: two timings add about four minutes.
 	{"migration", Measurement, one, Size{Tasks: 50, Reps: 1}, Size{Tasks: 10000}, migration},
 }
 
