@@ -46,7 +46,7 @@ const (
 // stored at v1alpha1 with schemas that keep any field, then moved to storage version v1; with
 // taskShaped, they are the same-calls floor's as described above, and sameCalls checks that
 // each write made migrate.Run's two calls. The Task's-schemas ceiling is taskShaped without a
-// webhook: what the Task's schemas cost the apiserver, the calls apart.
+// webhook: the same-calls floor's work but the calls.
 type ceiling struct {
 	name, label string
 	conv        *apix.CustomResourceConversion
