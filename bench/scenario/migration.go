@@ -103,10 +103,12 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 // those minutes (etcd's database, the page cache, other processes) weighs on both sides of each
 // ratio alike, where timed once each, one after the other, a ratio moved with it. The first
 // migrate.Run was profiled, so every run is: the profiles' cost weighs alike too.
-// schemaTimings (the migration's Reps) times the Task's-schemas ceiling that often in the
-// middle (A B C D D C B A with two): the same-calls floor's Floors and writes without a call,
-// which tells the calls' share of the gap to the no-webhook ceiling from the rest's (the Task's
-// schemas, mostly; also the Floors' shape and the mark, which the no-webhook ceiling's lack).
+// schemaTimings (the migration's Reps) times the Task's-schemas ceiling (D) and the Task-shape
+// ceiling (E) that often each in the middle (A B C D E E D C B A with two): the same-calls
+// floor's Floors and writes without a call, with the Task's schemas and without them. D tells
+// the calls' share of the gap to the no-webhook ceiling from the rest's; E splits the rest into
+// the Task's schemas (D against E) and the fixture (E against A: the Floors stored at v1 from
+// their creation, their shape and the mark on each write).
 // The Tasks are deleted first: the Floors are rewritten beside no Task, as every migrate.Run is
 // beside no Floor.
 func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, cfg *rest.Config, n, schemaTimings int, bare float64, first time.Duration, r *Result) error {
@@ -123,12 +125,10 @@ func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	schemas := func(label string) ceiling {
 		return ceiling{name: taskSchemasCeiling, label: label, conv: noConversion, profile: true, taskShaped: true}
 	}
-	order := []ceiling{none("first"), free("first")}
-	var schemaRuns []ceiling
-	for i := range schemaTimings {
-		schemaRuns = append(schemaRuns, schemas(fmt.Sprint(i+1)))
+	shape := func(label string) ceiling {
+		return ceiling{name: taskShapeCeiling, label: label, conv: noConversion, profile: true, taskShaped: true, anySchema: true}
 	}
-	order = append(append(order, schemaRuns...), free("second"), none("second"))
+	order, schemaRuns, shapeRuns := ceilingOrder(schemaTimings, none, free, schemas, shape)
 	times := map[string]time.Duration{}
 	for _, c := range order {
 		d, err := f.timeCeiling(ctx, e, c, n, bare, r)
@@ -151,25 +151,54 @@ func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	r.Addf("migrate.Run speed ÷ the same-calls floor", fmt.Sprintf("objects/s over four runs timed in turn (A … C … C … A): migrate.Run %.0f, Floors with the Task's schemas and the rename-only webhook, stored, created and rewritten at v1, %.0f and %.0f, migrate.Run %.0f; the same conversion calls per write",
 		rate(n, first), rate(n, freeFirst), rate(n, freeSecond), rate(n, second)), "%.2f", (freeFirst+freeSecond).Seconds()/ours)
 	if len(schemaRuns) > 0 {
-		reportSchemaCeiling(n, schemaRuns, times, ours, noneFirst+noneSecond, r)
+		reportSchemaCeiling(n, schemaRuns, shapeRuns, times, ours, noneFirst+noneSecond, r)
 	}
 	return nil
 }
 
+// ceilingOrder is the order againstCeiling times its ceilings in: A B, k timings each of D and
+// E in the middle (D E, then E D, so that neither arm is timed later on average), then B A. It
+// also returns D's and E's timings.
+func ceilingOrder(k int, none, free, schemas, shape func(label string) ceiling) (order, schemaRuns, shapeRuns []ceiling) {
+	order = []ceiling{none("first"), free("first")}
+	for i := range k {
+		d, e := schemas(fmt.Sprint(i+1)), shape(fmt.Sprint(i+1))
+		schemaRuns, shapeRuns = append(schemaRuns, d), append(shapeRuns, e)
+		if i%2 == 0 {
+			order = append(order, d, e)
+		} else {
+			order = append(order, e, d)
+		}
+	}
+	return append(order, free("second"), none("second")), schemaRuns, shapeRuns
+}
+
 // reportSchemaCeiling sets migrate.Run (ours: its two timings, summed) and the no-webhook
-// ceiling (none: its two) against the Task's-schemas ceiling, whose timings are runs.
-func reportSchemaCeiling(n int, runs []ceiling, times map[string]time.Duration, ours float64, none time.Duration, r *Result) {
+// ceiling (none: its two) against the Task's-schemas ceiling (schemaRuns), and that against the
+// Task-shape ceiling (shapeRuns), which the no-webhook ceiling is set against in turn: the
+// three ratios of the ceilings multiply to goal 2's.
+func reportSchemaCeiling(n int, schemaRuns, shapeRuns []ceiling, times map[string]time.Duration, ours float64, none time.Duration, r *Result) {
+	schemas, schemaRates := meanTime(n, schemaRuns, times)
+	shape, shapeRates := meanTime(n, shapeRuns, times)
+	r.Addf("migrate.Run speed ÷ the Task's schemas without a webhook", fmt.Sprintf("mean objects/s: migrate.Run %.0f; the same-calls floor's Floors and writes with no conversion webhook: %s; the Task's schemas on both sides: what the calls of migrate.Run's writes cost, our webhook's and the apiserver's sides together",
+		float64(2*n)/ours, schemaRates), "%.2f", 2*schemas/ours)
+	r.Addf("the Task's schemas without a webhook ÷ the no-webhook ceiling", "mean objects/s, the same runs, neither making a call: the Task's schemas and the fixture together (the two rows below)",
+		"%.2f", none.Seconds()/2/schemas)
+	r.Addf("the Task's schemas without a webhook ÷ the same Floors without them", fmt.Sprintf("mean objects/s: the Task-shaped Floors, stored and created at v1, rewritten with the mark, no webhook, with schemas that keep any field: %s; what the Task's schemas cost the apiserver (validation, pruning and defaulting), alone",
+		shapeRates), "%.2f", shape/schemas)
+	r.Addf("Task-shaped Floors without the Task's schemas ÷ the no-webhook ceiling", "mean objects/s, neither with a schema that checks anything nor a call: what the fixture costs, Floors stored at v1 from their creation and marked on each write against Floors moved from v1alpha1 and written back unchanged",
+		"%.2f", none.Seconds()/2/shape)
+}
+
+// meanTime is the mean of runs' timings in seconds, and their objects/s for the report.
+func meanTime(n int, runs []ceiling, times map[string]time.Duration) (float64, string) {
 	var total time.Duration
 	rates := make([]string, 0, len(runs))
 	for _, c := range runs {
 		total += times[c.String()]
 		rates = append(rates, fmt.Sprintf("%.0f", rate(n, times[c.String()])))
 	}
-	perRun := total.Seconds() / float64(len(runs))
-	r.Addf("migrate.Run speed ÷ the Task's schemas without a webhook", fmt.Sprintf("mean objects/s: migrate.Run %.0f; the same-calls floor's Floors and writes with no conversion webhook: %s; the Task's schemas on both sides: what the calls of migrate.Run's writes cost, our webhook's and the apiserver's sides together",
-		float64(2*n)/ours, strings.Join(rates, ", ")), "%.2f", 2*perRun/ours)
-	r.Addf("the Task's schemas without a webhook ÷ the no-webhook ceiling", "mean objects/s, the same runs, neither making a call: the Task's schemas, mostly (see the apiserver's profiles), with the Task-shaped Floors stored at v1 from their creation and the mark on each write",
-		"%.2f", none.Seconds()/2/perRun)
+	return total.Seconds() / float64(len(runs)), strings.Join(rates, ", ")
 }
 
 // timedMethod is one timing of a migration method; label names its rows (the method's name

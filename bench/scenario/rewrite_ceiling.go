@@ -39,6 +39,7 @@ const (
 	renameOnlyCeiling  = "the rename-only webhook, HTTP/1.1"
 	renameOnlyFloor    = "the same-calls floor: the Task's schemas, the rename-only webhook, HTTP/1.1"
 	taskSchemasCeiling = "the Task's schemas, no conversion webhook"
+	taskShapeCeiling   = "Task-shaped Floors without the Task's schemas, no conversion webhook"
 )
 
 // ceiling is one timing of a rewrite ceiling: name says which conversion conv is, label tells
@@ -46,12 +47,16 @@ const (
 // stored at v1alpha1 with schemas that keep any field, then moved to storage version v1; with
 // taskShaped, they are the same-calls floor's as described above, and sameCalls checks that
 // each write made migrate.Run's two calls. The Task's-schemas ceiling is taskShaped without a
-// webhook: the same-calls floor's work but the calls.
+// webhook: the same-calls floor's work but the calls. The Task-shape ceiling is that again with
+// schemas that keep any field (anySchema): the same Floors and writes, which the Task's schemas
+// are all that tells apart from the Task's-schemas ceiling, and only the fixture from the
+// no-webhook ceiling.
 type ceiling struct {
 	name, label string
 	conv        *apix.CustomResourceConversion
 	profile     bool
 	taskShaped  bool
+	anySchema   bool
 	sameCalls   bool
 }
 
@@ -99,7 +104,10 @@ func (f *floors) timeCeiling(ctx context.Context, e *harness.Env, c ceiling, n i
 func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, r *Result) (time.Duration, float64, error) {
 	storedAt, schema := "v1alpha1", anyFields
 	if c.taskShaped {
-		storedAt, schema = "v1", taskSchemas
+		storedAt = "v1"
+		if !c.anySchema {
+			schema = taskSchemas
+		}
 	}
 	if err := f.install(ctx, storedAt, c.conv, schema); err != nil {
 		return 0, 0, err
@@ -189,10 +197,13 @@ func offMigrateRunCalls(calls harness.Conversions, n int) int {
 
 // fixture says how c's Floors are stored before the rewrite.
 func (c ceiling) fixture() string {
-	if c.taskShaped {
-		return "stored and created at v1"
+	switch {
+	case c.taskShaped && c.anySchema:
+		return "stored and created at v1, schemas that keep any field"
+	case c.taskShaped:
+		return "stored and created at v1, the Task's schemas"
 	}
-	return "stored at v1alpha1"
+	return "stored at v1alpha1, schemas that keep any field"
 }
 
 // floorFixture is the i-th Floor: the migration fixture's i-th Task (with a status for every

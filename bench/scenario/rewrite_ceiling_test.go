@@ -1,7 +1,11 @@
 package scenario
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"example.com/task-operator/bench/harness"
 )
@@ -31,5 +35,78 @@ func TestTheSameCallsFloorCountsEveryOtherCall(t *testing.T) {
 		if got := offMigrateRunCalls(tc.calls, n); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCeilingsAreTimedSymmetrically: the ceilings run A B, then D and E alternating which goes
+// first, then B A, so that a drift of the machine weighs on both sides of every ratio alike.
+func TestCeilingsAreTimedSymmetrically(t *testing.T) {
+	named := func(name string) func(string) ceiling {
+		return func(label string) ceiling { return ceiling{name: name, label: label} }
+	}
+	for _, tc := range []struct {
+		k    int
+		want string
+	}{
+		{0, "A, first; B, first; B, second; A, second"},
+		{1, "A, first; B, first; D, 1; E, 1; B, second; A, second"},
+		{2, "A, first; B, first; D, 1; E, 1; E, 2; D, 2; B, second; A, second"},
+	} {
+		order, schemas, shapes := ceilingOrder(tc.k, named("A"), named("B"), named("D"), named("E"))
+		var got []string
+		for _, c := range order {
+			got = append(got, c.String())
+		}
+		if strings.Join(got, "; ") != tc.want {
+			t.Errorf("k=%d: order %q, want %q", tc.k, strings.Join(got, "; "), tc.want)
+		}
+		if len(schemas) != tc.k || len(shapes) != tc.k {
+			t.Errorf("k=%d: %d timings of D and %d of E", tc.k, len(schemas), len(shapes))
+		}
+	}
+}
+
+// TestTheCeilingsFactorsMultiplyToGoalTwo: migrate.Run against the Task's-schemas ceiling, that
+// against the Task-shape ceiling, and that against the no-webhook ceiling multiply to goal 2's
+// ratio, each the slower side over the faster where the names say so.
+func TestTheCeilingsFactorsMultiplyToGoalTwo(t *testing.T) {
+	const n = 1000
+	schemas := []ceiling{{name: taskSchemasCeiling, label: "1"}, {name: taskSchemasCeiling, label: "2"}}
+	shapes := []ceiling{{name: taskShapeCeiling, label: "1"}, {name: taskShapeCeiling, label: "2"}}
+	times := map[string]time.Duration{
+		schemas[0].String(): 5 * time.Second, schemas[1].String(): 7 * time.Second, // mean 6 s
+		shapes[0].String(): 4 * time.Second, shapes[1].String(): 5 * time.Second, // mean 4.5 s
+	}
+	ours := 16.0            // migrate.Run: 8 s a timing
+	none := 8 * time.Second // no-webhook ceiling: 4 s a timing
+	r := &Result{}
+	reportSchemaCeiling(n, schemas, shapes, times, ours, none, r)
+	want := map[string]float64{
+		"migrate.Run speed ÷ the Task's schemas without a webhook":               0.75, // 6 ÷ 8
+		"the Task's schemas without a webhook ÷ the no-webhook ceiling":          4.0 / 6,
+		"the Task's schemas without a webhook ÷ the same Floors without them":    0.75, // 4.5 ÷ 6
+		"Task-shaped Floors without the Task's schemas ÷ the no-webhook ceiling": 4.0 / 4.5,
+	}
+	product := 1.0
+	for _, row := range r.Rows {
+		w, ok := want[row.Metric]
+		if !ok {
+			t.Errorf("unexpected row %q", row.Metric)
+			continue
+		}
+		got, err := strconv.ParseFloat(row.Value, 64)
+		if err != nil || math.Abs(got-w) > 0.005 {
+			t.Errorf("%s = %q, want %.2f", row.Metric, row.Value, w)
+		}
+		delete(want, row.Metric)
+		if row.Metric != "the Task's schemas without a webhook ÷ the no-webhook ceiling" {
+			product *= got
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
+	}
+	if goal2 := none.Seconds() / ours; math.Abs(product-goal2) > 0.01 {
+		t.Errorf("the three factors multiply to %.3f, goal 2's ratio is %.3f", product, goal2)
 	}
 }
