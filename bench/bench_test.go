@@ -125,7 +125,7 @@ func TestSizeFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-kills=0"}, &bytes.Buffer{}); err == nil {
 		t.Error("-kills=0 accepted")
 	}
-	for _, n := range []int{0, 2} {
+	for _, n := range []int{0, 2, 4} {
 		cfg, err := parseFlags([]string{"-smoke", fmt.Sprintf("-migrate-schema-ceilings=%d", n)}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +134,10 @@ func TestSizeFlags(t *testing.T) {
 			t.Errorf("-migrate-schema-ceilings=%d: migration size %v", n, s)
 		}
 	}
-	if _, err := parseFlags([]string{"-migrate-schema-ceilings=-1"}, &bytes.Buffer{}); err == nil {
-		t.Error("-migrate-schema-ceilings=-1 accepted")
+	for _, n := range []int{-1, 1, 3} {
+		if _, err := parseFlags([]string{fmt.Sprintf("-migrate-schema-ceilings=%d", n)}, &bytes.Buffer{}); err == nil {
+			t.Errorf("-migrate-schema-ceilings=%d accepted", n)
+		}
 	}
 }
 

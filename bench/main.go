@@ -52,7 +52,7 @@ var sizeFlags = []struct {
 	{"list-reps", "LISTs per version", []string{"conversion"}, reps},
 	{"conversion-benchtime", "go test -benchtime of the converter benchmarks, or none", []string{"conversion"}, benchtime},
 	{"migrate-tasks", "v1alpha1-stored Tasks migrated by each method", []string{"migration"}, tasks},
-	{"migrate-schema-ceilings", "timings each of the rewrite ceilings with and without the Task's schemas (Task-shaped Floors, no webhook), between the same-calls floor's", []string{"migration"}, timings},
+	{"migrate-schema-ceilings", "timings each of the rewrite ceilings with and without the Task's schemas (Task-shaped Floors, no webhook), between the same-calls floor's: an even count, D E E D", []string{"migration"}, pairedTimings},
 	{"memory-tasks", "Tasks run before the peak RSS is read", []string{"memory"}, tasks},
 	{"idle", "idle window", []string{"idle"}, gap},
 	{"kill-tasks", "Tasks run while the operator is killed", []string{"kill"}, tasks},
@@ -92,11 +92,12 @@ func (f field[T]) show(s scenario.Size) string { return fmt.Sprint(*f.at(&s)) }
 var (
 	tasks = field[int]{func(s *scenario.Size) *int { return &s.Tasks }, positive}
 	reps  = field[int]{func(s *scenario.Size) *int { return &s.Reps }, positive}
-	// timings is Reps where none is a choice: an optional timing turned off.
-	timings   = field[int]{func(s *scenario.Size) *int { return &s.Reps }, nonNegative}
-	gap       = field[time.Duration]{func(s *scenario.Size) *time.Duration { return &s.Gap }, time.ParseDuration}
-	benchtime = field[string]{func(s *scenario.Size) *string { return &s.Benchtime }, noneIsEmpty}
-	seed      = field[uint64]{func(s *scenario.Size) *uint64 { return &s.Seed }, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }}
+	// pairedTimings is Reps where none is a choice (an optional timing turned off) and timings
+	// come in pairs, so that two arms timed in turn sit symmetrically: 0, 2, 4 …
+	pairedTimings = field[int]{func(s *scenario.Size) *int { return &s.Reps }, evenNonNegative}
+	gap           = field[time.Duration]{func(s *scenario.Size) *time.Duration { return &s.Gap }, time.ParseDuration}
+	benchtime     = field[string]{func(s *scenario.Size) *string { return &s.Benchtime }, noneIsEmpty}
+	seed          = field[uint64]{func(s *scenario.Size) *uint64 { return &s.Seed }, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }}
 )
 
 func positive(v string) (int, error) {
@@ -107,10 +108,10 @@ func positive(v string) (int, error) {
 	return n, err
 }
 
-func nonNegative(v string) (int, error) {
+func evenNonNegative(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err == nil && n < 0 {
-		err = errors.New("want 0 or more")
+	if err == nil && (n < 0 || n%2 != 0) {
+		err = errors.New("want an even count: 0, 2, 4 …")
 	}
 	return n, err
 }

@@ -97,18 +97,18 @@ func compareMigrations(ctx context.Context, e *harness.Env, up *testenv.Upgrade,
 	return probeCalls(ctx, e, up, f, max(5, min(20, n/10)), r)
 }
 
-// againstCeiling times the no-webhook ceiling twice, the same-calls floor (rewrite_ceiling.go)
-// twice between them, and migrate.Run once more: with the
-// migrate.Run just timed (first) the runs go A B C C B A, so that a drift of the machine over
-// those minutes (etcd's database, the page cache, other processes) weighs on both sides of each
-// ratio alike, where timed once each, one after the other, a ratio moved with it. The first
-// migrate.Run was profiled, so every run is: the profiles' cost weighs alike too.
-// schemaTimings (the migration's Reps) times the Task's-schemas ceiling (D) and the Task-shape
-// ceiling (E) that often each in the middle (A B C D E E D C B A with two): the same-calls
-// floor's Floors and writes without a call, with the Task's schemas and without them. D tells
-// the calls' share of the gap to the no-webhook ceiling from the rest's; E splits the rest into
-// the Task's schemas (D against E) and the fixture (E against A: the Floors stored at v1 from
-// their creation, their shape and the mark on each write).
+// againstCeiling times the no-webhook ceiling (B) twice, the same-calls floor (C,
+// rewrite_ceiling.go) twice between them, and migrate.Run (A) once more: with the migrate.Run
+// just timed the runs go A B C C B A, so that a drift of the machine over those minutes (etcd's
+// database, the page cache, other processes) weighs on both sides of each ratio alike, where
+// timed once each, one after the other, a ratio moved with it. The first migrate.Run was
+// profiled, so every run is: the profiles' cost weighs alike too.
+// schemaTimings (the migration's Reps, even) times the Task's-schemas ceiling (D) and the
+// Task-shape ceiling (E) that often each in the middle (A B C D E E D C B A with two): the
+// same-calls floor's Floors and writes without a call, with the Task's schemas and without
+// them. D tells the calls' share of the gap to the no-webhook ceiling from the rest's; E splits
+// the rest into the Task's schemas (D against E) and the fixture (E against B: Floors stored at
+// v1 from their creation, v1's bodies with their defaults, the mark on each write).
 // The Tasks are deleted first: the Floors are rewritten beside no Task, as every migrate.Run is
 // beside no Floor.
 func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f *floors, cfg *rest.Config, n, schemaTimings int, bare float64, first time.Duration, r *Result) error {
@@ -156,9 +156,9 @@ func againstCeiling(ctx context.Context, e *harness.Env, up *testenv.Upgrade, f 
 	return nil
 }
 
-// ceilingOrder is the order againstCeiling times its ceilings in: A B, k timings each of D and
-// E in the middle (D E, then E D, so that neither arm is timed later on average), then B A. It
-// also returns D's and E's timings.
+// ceilingOrder is the order againstCeiling times its ceilings in, after migrate.Run (A): B C, k
+// timings each of D and E in the middle (D E, then E D: with k even, neither arm is timed later
+// on average), then C B. It also returns D's and E's timings.
 func ceilingOrder(k int, none, free, schemas, shape func(label string) ceiling) (order, schemaRuns, shapeRuns []ceiling) {
 	order = []ceiling{none("first"), free("first")}
 	for i := range k {
@@ -180,13 +180,13 @@ func ceilingOrder(k int, none, free, schemas, shape func(label string) ceiling) 
 func reportSchemaCeiling(n int, schemaRuns, shapeRuns []ceiling, times map[string]time.Duration, ours float64, none time.Duration, r *Result) {
 	schemas, schemaRates := meanTime(n, schemaRuns, times)
 	shape, shapeRates := meanTime(n, shapeRuns, times)
-	r.Addf("migrate.Run speed ÷ the Task's schemas without a webhook", fmt.Sprintf("mean objects/s: migrate.Run %.0f; the same-calls floor's Floors and writes with no conversion webhook: %s; the Task's schemas on both sides: what the calls of migrate.Run's writes cost, our webhook's and the apiserver's sides together",
+	r.Addf("migrate.Run speed ÷ the Task's schemas without a webhook", fmt.Sprintf("mean objects/s: migrate.Run %.0f; the same-calls floor's Floors and writes with no conversion webhook: %s; the Task's schemas on both sides: what the calls of migrate.Run's writes cost, our webhook's and the apiserver's sides together (and a Task's status subresource, which a Floor lacks)",
 		float64(2*n)/ours, schemaRates), "%.2f", 2*schemas/ours)
 	r.Addf("the Task's schemas without a webhook ÷ the no-webhook ceiling", "mean objects/s, the same runs, neither making a call: the Task's schemas and the fixture together (the two rows below)",
 		"%.2f", none.Seconds()/2/schemas)
-	r.Addf("the Task's schemas without a webhook ÷ the same Floors without them", fmt.Sprintf("mean objects/s: the Task-shaped Floors, stored and created at v1, rewritten with the mark, no webhook, with schemas that keep any field: %s; what the Task's schemas cost the apiserver (validation, pruning and defaulting), alone",
+	r.Addf("the Task's schemas without a webhook ÷ the same Floors without them", fmt.Sprintf("mean objects/s: the Task-shaped Floors, stored and created at v1, rewritten with the mark, no webhook, with schemas that keep any field: %s; what the Task's schemas cost the apiserver on these Floors: validation (OpenAPI, CEL), pruning and defaulting as each version's watch cache decodes, the field manager's typed view",
 		shapeRates), "%.2f", shape/schemas)
-	r.Addf("Task-shaped Floors without the Task's schemas ÷ the no-webhook ceiling", "mean objects/s, neither with a schema that checks anything nor a call: what the fixture costs, Floors stored at v1 from their creation and marked on each write against Floors moved from v1alpha1 and written back unchanged",
+	r.Addf("Task-shaped Floors without the Task's schemas ÷ the no-webhook ceiling", "mean objects/s, neither with a schema that checks anything nor a call: what the fixture costs, Floors stored at v1 from their creation (v1's bodies, defaults filled in) and marked on each write against Floors moved from v1alpha1 (v1alpha1's smaller bodies) and written back unchanged",
 		"%.2f", none.Seconds()/2/shape)
 }
 

@@ -135,6 +135,10 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, 
 	if err != nil {
 		return 0, 0, err
 	}
+	revision, err := e.CP.EtcdRevision(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
 	waitProfiles, err := profileIf(ctx, e, c.profile, n, "rewrite ceiling, "+c.String(), r)
 	if err != nil {
 		return 0, 0, err
@@ -160,13 +164,20 @@ func (f *floors) rewrite(ctx context.Context, e *harness.Env, c ceiling, n int, 
 	if err != nil {
 		return 0, 0, err
 	}
-	notV1 := 0
+	notV1, unwritten, bytes := 0, 0, 0
 	for _, o := range stored {
 		if o.APIVersion() != floorGroup+"/v1" {
 			notV1++
 		}
+		if o.ModRevision <= revision {
+			unwritten++
+		}
+		bytes += len(o.Value)
 	}
 	r.Violation("rewrite ceiling, "+c.String()+": Floors not at v1 in etcd", notV1+abs(n-len(stored)), fmt.Sprintf("%d stored, %d created", len(stored), n))
+	// A write the apiserver found identical to the stored object returns without reaching etcd;
+	// the ceilings time writes that do.
+	r.Violation("rewrite ceiling, "+c.String()+": Floors the rewrite did not write to etcd", unwritten, fmt.Sprintf("of %d stored; %d bytes each on average", len(stored), bytes/max(1, len(stored))))
 	calls := after.Sub(before)
 	if total := calls.Total(); total.Count > 0 {
 		r.Add("rewrite ceiling, "+c.String()+": conversion calls per object", calls.PerObject(n),

@@ -110,9 +110,10 @@ var All = []Scenario{
 	// Suspended Tasks grown in three steps up to Tasks, in one namespace and over Reps: start,
 	// handover and peak RSS at each step.
 	{"scale", Scale, one, Size{Tasks: 30, Reps: 3}, Size{Tasks: 50000, Reps: 100}, scale},
-	// Tasks stored at v1alpha1 migrated by each method; Reps times the Task's-schemas ceiling
-	// (againstCeiling), at full size only when asked: two timings add about four minutes.
-	{"migration", Measurement, one, Size{Tasks: 50, Reps: 1}, Size{Tasks: 10000}, migration},
+	// Tasks stored at v1alpha1 migrated by each method; Reps (even) times each of the ceilings
+	// with and without the Task's schemas (againstCeiling), at full size only when asked: two
+	// timings of each add about eight minutes.
+	{"migration", Measurement, one, Size{Tasks: 50, Reps: 2}, Size{Tasks: 10000}, migration},
 }
 
 // Run runs the scenario at size s, timing it.
