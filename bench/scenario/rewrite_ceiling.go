@@ -40,6 +40,7 @@ const (
 	renameOnlyFloor    = "the same-calls floor: the Task's schemas, the rename-only webhook, HTTP/1.1"
 	taskSchemasCeiling = "the Task's schemas, no conversion webhook"
 	taskShapeCeiling   = "Task-shaped Floors without the Task's schemas, no conversion webhook"
+	markedCeiling      = "no conversion webhook, each write marked"
 )
 
 // ceiling is one timing of a rewrite ceiling: name says which conversion conv is, label tells
@@ -58,13 +59,15 @@ type ceiling struct {
 	taskShaped  bool
 	anySchema   bool
 	sameCalls   bool
+	// marked adds the mark to the no-webhook ceiling's writes (taskShaped ones always have it).
+	marked bool
 }
 
 // rewrittenMark is the annotation a marking rewrite sets.
 const rewrittenMark = "bench.example.com/rewritten"
 
 func (c ceiling) change() func(*unstructured.Unstructured) {
-	if !c.taskShaped {
+	if !c.taskShaped && !c.marked {
 		return nil
 	}
 	return func(obj *unstructured.Unstructured) {
@@ -213,6 +216,8 @@ func (c ceiling) fixture() string {
 		return "stored and created at v1, schemas that keep any field"
 	case c.taskShaped:
 		return "stored and created at v1, the Task's schemas"
+	case c.marked:
+		return "stored at v1alpha1, schemas that keep any field, each write marked"
 	}
 	return "stored at v1alpha1, schemas that keep any field"
 }

@@ -50,10 +50,10 @@ func TestCeilingsAreTimedSymmetrically(t *testing.T) {
 		want string
 	}{
 		{0, "BCCB"},
-		{2, "BCDEEDCB"},
-		{4, "BCDEEDDEEDCB"},
+		{2, "BCDEFFEDCB"},
+		{4, "BCDEFFEDDEFFEDCB"},
 	} {
-		order, schemas, shapes := ceilingOrder(tc.k, named("B"), named("C"), named("D"), named("E"))
+		order, middle := ceilingOrder(tc.k, named("B"), named("C"), named("D"), named("E"), named("F"))
 		var letters strings.Builder
 		seen := map[string]bool{}
 		for _, c := range order {
@@ -66,8 +66,10 @@ func TestCeilingsAreTimedSymmetrically(t *testing.T) {
 		if letters.String() != tc.want {
 			t.Errorf("k=%d: order %s, want %s", tc.k, letters.String(), tc.want)
 		}
-		if len(schemas) != tc.k || len(shapes) != tc.k {
-			t.Errorf("k=%d: %d timings of D and %d of E", tc.k, len(schemas), len(shapes))
+		for j, runs := range middle {
+			if len(runs) != tc.k || tc.k > 0 && runs[0].name != string(rune('D'+j)) {
+				t.Errorf("k=%d: middle arm %d has %d timings: %v", tc.k, j, len(runs), runs)
+			}
 		}
 	}
 }
@@ -115,5 +117,27 @@ func TestTheCeilingsFactorsMultiplyToGoalTwo(t *testing.T) {
 	}
 	if goal2 := none.Seconds() / ours; math.Abs(product-goal2) > 0.01 {
 		t.Errorf("the three factors multiply to %.3f, goal 2's ratio is %.3f", product, goal2)
+	}
+}
+
+// TestTheOnePassCeilingIsSetAgainstBothSides: migrate.Run and the no-webhook ceiling are each
+// set against the marked Floors' mean timing, the slower side over the faster.
+func TestTheOnePassCeilingIsSetAgainstBothSides(t *testing.T) {
+	runs := []ceiling{{name: markedCeiling, label: "1"}, {name: markedCeiling, label: "2"}}
+	times := map[string]time.Duration{runs[0].String(): 3 * time.Second, runs[1].String(): 5 * time.Second} // mean 4 s
+	r := &Result{}
+	reportOnePassCeiling(1000, runs, times, 16, 10*time.Second, r) // migrate.Run 8 s a timing, the ceiling 5 s
+	want := map[string]string{
+		"migrate.Run speed ÷ the one-pass no-webhook ceiling":           "0.50",
+		"the no-webhook ceiling ÷ the same Floors marked on each write": "0.80",
+	}
+	for _, row := range r.Rows {
+		if want[row.Metric] != row.Value {
+			t.Errorf("%s = %s, want %s", row.Metric, row.Value, want[row.Metric])
+		}
+		delete(want, row.Metric)
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
 	}
 }
