@@ -38,8 +38,8 @@ func TestTheSameCallsFloorCountsEveryOtherCall(t *testing.T) {
 	}
 }
 
-// TestCeilingsAreTimedSymmetrically: after migrate.Run, the ceilings run B C, then D and E
-// alternating which goes first, then C B: for every even count the order reads the same both
+// TestCeilingsAreTimedSymmetrically: after migrate.Run, the ceilings run B C, then the middle
+// arms D E F and F E D in turn, then C B: for every even count the order reads the same both
 // ways, so that a drift of the machine weighs on both sides of every ratio alike.
 func TestCeilingsAreTimedSymmetrically(t *testing.T) {
 	named := func(name string) func(string) ceiling {
