@@ -52,7 +52,7 @@ var sizeFlags = []struct {
 	{"list-reps", "LISTs per version", []string{"conversion"}, reps},
 	{"conversion-benchtime", "go test -benchtime of the converter benchmarks, or none", []string{"conversion"}, benchtime},
 	{"migrate-tasks", "v1alpha1-stored Tasks migrated by each method", []string{"migration"}, tasks},
-	{"migrate-schema-ceilings", "timings each of the rewrite ceilings with and without the Task's schemas (Task-shaped Floors, no webhook) and of the no-webhook ceiling with each write marked, between the same-calls floor's: an even count, D E F F E D", []string{"migration"}, pairedTimings},
+	{"migrate-schema-ceilings", "timings each of the arms that split goal 2 into factors: the rewrite ceilings with and without the Task's schemas (Task-shaped Floors, no webhook) and the no-webhook ceiling with each write marked, D E F F E D between two timings of the same-calls floor, then the rename-only ceiling; an even count, 0 (A B B A alone) at full size", []string{"migration"}, pairedTimings},
 	{"memory-tasks", "Tasks run before the peak RSS is read", []string{"memory"}, tasks},
 	{"idle", "idle window", []string{"idle"}, gap},
 	{"kill-tasks", "Tasks run while the operator is killed", []string{"kill"}, tasks},
