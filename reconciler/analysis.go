@@ -11,9 +11,9 @@ import (
 )
 
 // deletionSettleTime is how long after a Job's deletion its attempt is judged, when the Job
-// had not finished. The Job controller stops working on a Job being deleted, but a status write
-// it had in flight (counting the success of the last pod) may still land just after the
-// deletion; judging earlier could call a succeeded attempt cancelled and run it again.
+// had not finished: its pods run on while FinalizerRunOutcome holds it, and a pod that was
+// finishing as the Job was deleted is counted within it. Past it, settleDeletedJobs releases
+// the Job before the attempt is judged, so no success is counted after the judgement.
 const deletionSettleTime = 5 * time.Second
 
 // runPhase is where the Task's current run stands: the only run of a one-shot Task, the latest

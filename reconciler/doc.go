@@ -107,9 +107,18 @@
 //     of an earlier release deleted before it was adopted) counts as failed: its outcome cannot
 //     be known, and a retry follows if one is left.
 //   - A Job deleted before it finished is a cancelled attempt unless the Job controller had
-//     counted its success: the Job controller stops counting a Job being deleted, so a pod
-//     that succeeds after the deletion does not make the attempt succeed (it is judged
-//     deletionSettleTime after the deletion, once no status write can still be in flight).
+//     counted its success when it is judged, deletionSettleTime after the deletion. The Job
+//     controller goes on counting the pods of a Job being deleted (it only stops creating
+//     them) while FinalizerRunOutcome holds it, so for the current attempt's Job the finalizer
+//     goes first, by a patch that tests the resourceVersion judged (settleDeletedJobs): a
+//     success counted meanwhile fails it and is seen; after it, nothing can be counted. If
+//     the status write that records the attempt is then lost, the Job is missing and the
+//     attempt still fails with a retry ("disappeared before its outcome was recorded",
+//     backoff from then). A Job marked by a cancel request or replaced by a newer run keeps
+//     the old order (status, then release), so its mark outlives a lost write; a success
+//     counted for it in that moment is not seen, nor one counted while another finalizer
+//     (foregroundDeletion) holds a released Job. The pods of a released Job run on until the
+//     garbage collector stops them: the work may still finish while a retry runs.
 //   - Within one attempt, the Job controller may run a pod's work again: after an eviction (a
 //     disruption does not spend a retry) and when a suspended Task is resumed (suspending a Job
 //     stops its pods).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +77,82 @@ func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name str
 		return fmt.Errorf("remove finalizer from job %s: %w", name, err)
 	}
 	return nil
+}
+
+// settleDeletedJobs fixes the outcome of the current attempt's Job when it was deleted before
+// it finished and is due to be judged. The Job controller goes on counting the pods of a Job
+// being deleted for as long as FinalizerRunOutcome holds it, so a pod that succeeds after the
+// judgement could still make the Job succeed while a retry runs the work again. The finalizer
+// is therefore removed first, with a patch that tests the resourceVersion the Job is judged on:
+// once it lands nothing can count for the Job any more; a status write in between fails it,
+// and the Job waits to be judged again from what that write says.
+func (r *Reconciler) settleDeletedJobs(ctx context.Context, s *scope) (bool, error) {
+	for i := range s.jobs {
+		if dueToSettle(s.task.Status.CurrentRun, s.jobs[i], s.now) {
+			return false, r.settleDeletedJob(ctx, s, &s.jobs[i])
+		}
+	}
+	return false, nil
+}
+
+// dueToSettle says j is released before it is judged: the stored record's own active attempt,
+// deleted before it finished, past deletionSettleTime. Only that Job: once it is gone, a lost
+// status write finds it missing and still judges the attempt failed with a retry, as it would
+// have been. A Job marked by a cancel request or replaced by a newer run keeps its finalizer
+// until the status records it: its mark, which says no retry follows, must outlive a lost write.
+func dueToSettle(rec *v1.RunRecord, j observedJob, now time.Time) bool {
+	switch {
+	case rec == nil || rec.Outcome != v1.RunActive || rec.Job.Name != j.Name || rec.Job.UID != j.UID:
+		return false
+	case !j.Protected || !j.Deleting || j.Missing || j.Replaced || !j.Cancelled.IsZero():
+		return false
+	}
+	return j.State == jobActive && !j.unjudged(now)
+}
+
+// settleDeletedJob reads j live and either takes what the Job controller has counted since, or
+// releases the Job as read. A Job that changed under the release waits deletionSettleTime
+// again (its next event brings it back sooner).
+func (r *Reconciler) settleDeletedJob(ctx context.Context, s *scope, j *observedJob) error {
+	live := &batchv1.Job{}
+	key := client.ObjectKey{Namespace: s.task.Namespace, Name: j.Name}
+	if err := r.apiReader.Get(ctx, key, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("get deleted job %s to settle it: %w", j.Name, err)
+	}
+	if live.UID != j.UID {
+		return nil // the Job judged is gone; another took its name
+	}
+	i := slices.Index(live.Finalizers, v1.FinalizerRunOutcome)
+	if o := observeJob(s.task.Name, live); o.State != jobActive || i < 0 {
+		*j = o // counted (or released) meanwhile: judged from the API server's word
+		return nil
+	}
+	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/resourceVersion","value":%q},`+
+		`{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
+		live.ResourceVersion, i, v1.FinalizerRunOutcome, i)
+	err := r.client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		s.released = append(s.released, j.Name)
+		return nil
+	case apierrors.IsInvalid(err) && r.changedSince(ctx, key, live.ResourceVersion):
+		s.log.V(1).Info("a deleted Job changed while it was released; judging it later", "job", j.Name)
+		j.Finished = s.now
+		return nil
+	default:
+		return fmt.Errorf("release deleted job %s before judging it: %w", j.Name, err)
+	}
+}
+
+// changedSince says the Job at key is gone or no longer at resourceVersion: what failed a
+// patch's test. Anything else that refuses the patch is an error to report.
+func (r *Reconciler) changedSince(ctx context.Context, key client.ObjectKey, resourceVersion string) bool {
+	job := &batchv1.Job{}
+	err := r.apiReader.Get(ctx, key, job)
+	return apierrors.IsNotFound(err) || (err == nil && job.ResourceVersion != resourceVersion)
 }
 
 // releaseAfterStatus runs once the status is stored: the outcomes it records are durable now, so the Jobs

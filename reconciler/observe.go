@@ -175,8 +175,8 @@ func annotationTime(annotations map[string]string, key string) time.Time {
 
 // succeededBeforeDeletion says the Job controller had counted the Job's success when the Job
 // was deleted: it had set SuccessCriteriaMet or counted every completion, and would have set
-// Complete next. It never will: it stops syncing a Job that is being deleted. For a Job that is
-// not being deleted the controller waits for Complete, which comes once no pod runs any more.
+// Complete next; the Job may be gone before it does. For a Job that is not being deleted the
+// controller waits for Complete, which comes once no pod runs any more.
 func succeededBeforeDeletion(job *batchv1.Job) bool {
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobSuccessCriteriaMet && c.Status == corev1.ConditionTrue {

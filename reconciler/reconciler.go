@@ -106,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	for _, phase := range []func(context.Context, *scope) (bool, error){
 		r.observeJobs,
+		r.settleDeletedJobs,
 		r.planAndExecute,
 	} {
 		done, err := phase(ctx, s)
