@@ -115,10 +115,10 @@
 //     the status write that records the attempt is then lost, the Job is missing and the
 //     attempt still fails with a retry ("disappeared before its outcome was recorded",
 //     backoff from then). A Job marked by a cancel request or replaced by a newer run keeps
-//     the old order (status, then release), so its mark outlives a lost write; a success
-//     counted for it in that moment is not seen, nor one counted while another finalizer
-//     (foregroundDeletion) holds a released Job. The pods of a released Job run on until the
-//     garbage collector stops them: the work may still finish while a retry runs.
+//     the old order (status, then release), so its mark outlives a lost write, and so does a
+//     Job another finalizer (foregroundDeletion) also holds, or whose release is refused; a
+//     success counted for those in that moment is not seen. The pods of a released Job run
+//     on until the garbage collector stops them: the work may still finish while a retry runs.
 //   - Within one attempt, the Job controller may run a pod's work again: after an eviction (a
 //     disruption does not spend a retry) and when a suspended Task is resumed (suspending a Job
 //     stops its pods).
