@@ -70,9 +70,7 @@ func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name str
 	if i < 0 {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
-		i, v1.FinalizerRunOutcome, i)
-	err := r.client.Patch(ctx, job, client.RawPatch(types.JSONPatchType, patch))
+	err := r.client.Patch(ctx, job, releasePatch(i, ""))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from job %s: %w", name, err)
 	}
@@ -134,10 +132,7 @@ func (r *Reconciler) settleDeletedJob(ctx context.Context, s *scope, j *observed
 		*j = o // counted (or released) meanwhile: judged from the API server's word
 		return nil
 	}
-	patch := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/resourceVersion","value":%q},`+
-		`{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
-		live.ResourceVersion, i, v1.FinalizerRunOutcome, i)
-	err := r.client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
+	err := r.client.Patch(ctx, live, releasePatch(i, live.ResourceVersion))
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		s.released = append(s.released, j.Name)
@@ -158,6 +153,18 @@ func (r *Reconciler) changedSince(ctx context.Context, key client.ObjectKey, res
 	job := &batchv1.Job{}
 	err := r.apiReader.Get(ctx, key, job)
 	return apierrors.IsNotFound(err) || (err == nil && job.ResourceVersion != resourceVersion)
+}
+
+// releasePatch removes FinalizerRunOutcome from index i of a Job's finalizers, testing it is
+// there; with a resourceVersion it also tests the Job is still at it.
+func releasePatch(i int, resourceVersion string) client.Patch {
+	var rv []byte
+	if resourceVersion != "" {
+		rv = fmt.Appendf(nil, `{"op":"test","path":"/metadata/resourceVersion","value":%q},`, resourceVersion)
+	}
+	return client.RawPatch(types.JSONPatchType, fmt.Appendf(nil,
+		`[%s{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
+		rv, i, v1.FinalizerRunOutcome, i))
 }
 
 // releaseAfterStatus runs once the status is stored: the outcomes it records are durable now, so the Jobs
