@@ -118,10 +118,7 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		}
 		fmt.Fprintf(out, "task.example.com/%s: cancel requested at %s (the active run's Jobs are deleted; it ends Failed without a retry)\n", name, stamp)
 	default:
-		job := fmt.Sprintf("%s-%d-1", name, at.Unix())
-		if len(job) >= 63 {
-			job = "a name of 63 characters ending in -" + fmt.Sprintf("%d-1", at.Unix())
-		}
+		job := taskv1.JobName(name, at.Unix(), 1) // the request's run, keyed by its time
 		when := "now"
 		if active(task) {
 			when = "once the active run ends"

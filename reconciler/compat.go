@@ -63,7 +63,7 @@ func earlierFitName(base, suffix string, limit int) string {
 	if len(base)+len(suffix) <= limit {
 		return base + suffix
 	}
-	hash := "-" + shortHash(base)
+	hash := "-" + v1.NameHash(base)
 	keep := max(1, limit-len(suffix)-len(hash))
 	return strings.TrimRight(base[:min(keep, len(base))], "-.") + hash + suffix
 }

@@ -2,15 +2,15 @@ package reconciler
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
+
+	v1 "example.com/task-operator/apis/v1"
 )
 
-// maxNameLength keeps Job names usable as label values: the Job controller copies the name into
-// the batch.kubernetes.io/job-name label of every pod.
-const maxNameLength = 63
+// maxNameLength bounds Job names and label values alike (v1.MaxJobNameLength).
+const maxNameLength = v1.MaxJobNameLength
 
 // runID names one attempt of one run of a Task. A one-shot Task has a single run whose attempts
 // are retries; a scheduled Task has one run per schedule time, each with its own attempts.
@@ -69,11 +69,9 @@ func (r runID) String() string {
 	return fmt.Sprintf("attempt %d of the run for %s", r.Attempt, r.Scheduled.UTC().Format(time.RFC3339))
 }
 
-// jobName is the deterministic name of the Job for a run: the Task's name plus the run's suffix
-// when that is shorter than 63 characters, else "<cut name>-<8 hex>-<schedule>-<attempt>" of
-// exactly 63, the hash taken over the whole Task name (see fitName).
+// jobName is the deterministic name of the Job for a run (v1.JobName).
 func jobName(taskName string, run runID) string {
-	return fitName(taskName, run.nameSuffix(), maxNameLength)
+	return v1.JobName(taskName, run.scheduleKey(), run.Attempt)
 }
 
 // runFromName reads the run back out of a Job name made by jobName for taskName. It is how a Job
@@ -138,29 +136,4 @@ func labelValue(name string) string {
 		return name
 	}
 	return earlierFitName(name, "", maxNameLength)
-}
-
-// fitName joins base and suffix when the result is shorter than limit; otherwise it is exactly
-// limit long: base cut, a hash of the whole base, then suffix. A joined name is never limit long
-// and a hashed one always is, so no base can produce another base's hashed name (a Task named
-// like another's cut-and-hashed form would otherwise share its Jobs' names). Dots at the end
-// of the cut become '-', so the result stays a valid DNS subdomain and label value.
-func fitName(base, suffix string, limit int) string {
-	if len(base)+len(suffix) < limit {
-		return base + suffix
-	}
-	hash := "-" + shortHash(base)
-	keep := max(1, limit-len(suffix)-len(hash))
-	cut := []byte(base[:min(keep, len(base))])
-	for i := len(cut) - 1; i >= 0 && cut[i] == '.'; i-- {
-		cut[i] = '-'
-	}
-	return string(cut) + hash + suffix
-}
-
-// shortHash is 8 hex digits of the FNV-1a hash of s.
-func shortHash(s string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(s))
-	return fmt.Sprintf("%08x", h.Sum32())
 }

@@ -29,11 +29,11 @@ func TestJobName(t *testing.T) {
 		{"scheduled retry", "nightly", runID{Scheduled: sched, Attempt: 2}, "nightly-1767225600-2"},
 		{"scheduled time in another zone names the same instant", "nightly", runID{Scheduled: sched.In(time.FixedZone("x", 3600)), Attempt: 1}, "nightly-1767225600-1"},
 		{"62 is kept whole", strings.Repeat("b", 58), runID{Attempt: 1}, strings.Repeat("b", 58) + "-0-1"},
-		{"63 is cut and hashed", strings.Repeat("b", 59), runID{Attempt: 1}, strings.Repeat("b", 50) + "-" + shortHash(strings.Repeat("b", 59)) + "-0-1"},
-		{"too long is cut and hashed", long, runID{Attempt: 1}, long[:50] + "-" + shortHash(long) + "-0-1"},
-		{"too long scheduled", long, runID{Scheduled: sched, Attempt: 3}, long[:41] + "-" + shortHash(long) + "-1767225600-3"},
-		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, longDotted[:50] + "-" + shortHash(longDotted) + "-0-1"},
-		{"a dot at the cut becomes a dash", strings.Repeat("c", 49) + "." + strings.Repeat("c", 20), runID{Attempt: 1}, strings.Repeat("c", 49) + "--" + shortHash(strings.Repeat("c", 49)+"."+strings.Repeat("c", 20)) + "-0-1"},
+		{"63 is cut and hashed", strings.Repeat("b", 59), runID{Attempt: 1}, strings.Repeat("b", 50) + "-" + v1.NameHash(strings.Repeat("b", 59)) + "-0-1"},
+		{"too long is cut and hashed", long, runID{Attempt: 1}, long[:50] + "-" + v1.NameHash(long) + "-0-1"},
+		{"too long scheduled", long, runID{Scheduled: sched, Attempt: 3}, long[:41] + "-" + v1.NameHash(long) + "-1767225600-3"},
+		{"cut never ends with a dot", longDotted, runID{Attempt: 1}, longDotted[:50] + "-" + v1.NameHash(longDotted) + "-0-1"},
+		{"a dot at the cut becomes a dash", strings.Repeat("c", 49) + "." + strings.Repeat("c", 20), runID{Attempt: 1}, strings.Repeat("c", 49) + "--" + v1.NameHash(strings.Repeat("c", 49)+"."+strings.Repeat("c", 20)) + "-0-1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestLegacyRunFromName(t *testing.T) {
 		{"t", "t-12", runID{Attempt: 12}, true},
 		{"t", "t-1767225600", runID{Scheduled: sched, Attempt: 1}, true},
 		{"t", "t-1767225600-2", runID{Scheduled: sched, Attempt: 2}, true},
-		{long, long[:52] + "-" + shortHash(long) + "-1", runID{Attempt: 1}, true},
+		{long, long[:52] + "-" + v1.NameHash(long) + "-1", runID{Attempt: 1}, true},
 		{"t", "u-1", runID{}, false},
 		{"t", "t-0-1", runID{}, false},
 	}
@@ -176,8 +176,8 @@ func TestLabelValue(t *testing.T) {
 	}{
 		{"short", "backup", "backup"},
 		{"63", strings.Repeat("c", 63), strings.Repeat("c", 63)},
-		{"64", strings.Repeat("c", 64), strings.Repeat("c", 54) + "-" + shortHash(strings.Repeat("c", 64))},
-		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.TrimRight(strings.Repeat("d.", 27), ".") + "-" + shortHash(strings.Repeat("d.", 126)+"e")},
+		{"64", strings.Repeat("c", 64), strings.Repeat("c", 54) + "-" + v1.NameHash(strings.Repeat("c", 64))},
+		{"dotted 253", strings.Repeat("d.", 126) + "e", strings.TrimRight(strings.Repeat("d.", 27), ".") + "-" + v1.NameHash(strings.Repeat("d.", 126)+"e")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,7 +233,7 @@ func TestOrphanOfThePreviousReleaseIsRecognised(t *testing.T) {
 		if len(base)+len(suffix) <= maxNameLength {
 			return base + suffix
 		}
-		hash := "-" + shortHash(base)
+		hash := "-" + v1.NameHash(base)
 		keep := max(1, maxNameLength-len(suffix)-len(hash))
 		return strings.TrimRight(base[:min(keep, len(base))], "-.") + hash + suffix
 	}
@@ -265,7 +265,7 @@ func TestLabelValueUnchangedSinceThePreviousRelease(t *testing.T) {
 		if len(name) <= maxNameLength {
 			return name
 		}
-		return strings.TrimRight(name[:maxNameLength-9], "-.") + "-" + shortHash(name)
+		return strings.TrimRight(name[:maxNameLength-9], "-.") + "-" + v1.NameHash(name)
 	}
 	for _, name := range []string{
 		strings.Repeat("a", 63),

@@ -1,6 +1,11 @@
 package v1
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"fmt"
+	"hash/fnv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // Names of the Task API: the CRD, its resource, and how other versions and clients address it.
 const (
@@ -76,3 +81,43 @@ const (
 	// collector can delete the Job, but it stays readable until its outcome is recorded.
 	FinalizerRunOutcome = "task.example.com/run-outcome"
 )
+
+// MaxJobNameLength bounds the names of the Jobs the operator creates: the Job controller copies
+// a Job's name into the batch.kubernetes.io/job-name label of every pod, and a label value is
+// at most 63 characters.
+const MaxJobNameLength = 63
+
+// JobName is the name of the Job that runs attempt (from 1) of a Task's run, scheduleKey being
+// the run's schedule time in Unix seconds, 0 for a one-shot run: "<task>-<schedule>-<attempt>"
+// when that is shorter than MaxJobNameLength, else exactly that long, "<cut task name>-<8 hex
+// of the whole name>-<schedule>-<attempt>". The operator and `kubectl task` both name Jobs by
+// it, so what the plugin announces is the Job that runs.
+func JobName(taskName string, scheduleKey int64, attempt int32) string {
+	return fitName(taskName, fmt.Sprintf("-%d-%d", scheduleKey, attempt), MaxJobNameLength)
+}
+
+// fitName joins base and suffix when the result is shorter than limit; otherwise it is exactly
+// limit long: base cut, a hash of the whole base, then suffix. A joined name is never limit long
+// and a hashed one always is, so no base can produce another base's hashed name (a Task named
+// like another's cut-and-hashed form would otherwise share its Jobs' names). Dots at the end
+// of the cut become '-', so the result stays a valid DNS subdomain and label value.
+func fitName(base, suffix string, limit int) string {
+	if len(base)+len(suffix) < limit {
+		return base + suffix
+	}
+	hash := "-" + NameHash(base)
+	keep := max(1, limit-len(suffix)-len(hash))
+	cut := []byte(base[:min(keep, len(base))])
+	for i := len(cut) - 1; i >= 0 && cut[i] == '.'; i-- {
+		cut[i] = '-'
+	}
+	return string(cut) + hash + suffix
+}
+
+// NameHash is the 8 hex digits of the FNV-1a hash of name that a cut name carries, so that two
+// long names with the same beginning stay apart.
+func NameHash(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return fmt.Sprintf("%08x", h.Sum32())
+}

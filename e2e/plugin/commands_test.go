@@ -252,6 +252,22 @@ func TestRerunAndCancelAsTyped(t *testing.T) {
 	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Failed", "task/stuck", "--timeout=90s")
 }
 
+// TestARerunOfATaskWithALongNameAnnouncesItsJob: a Task whose Jobs' names are cut and hashed to
+// 63 characters is rerun under the Job name the plugin announced.
+func TestARerunOfATaskWithALongNameAnnouncesItsJob(t *testing.T) {
+	ns := setUp(t)
+	name := "long-" + strings.Repeat("a", 65)
+	apply(t, ns, task(name, "", ""))
+	waitFor(t, ns, name, "Succeeded")
+	out := ok(t, "task", "rerun", name, "-n", ns)
+	job := jobOfRequest(t, out)
+	if len(job) != 63 || !strings.HasPrefix(job, name[:30]) {
+		t.Fatalf("rerun announced Job %q, want a 63-character name cut from the Task's", job)
+	}
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.lastJob.name}="+job, "task/"+name, "--timeout=90s")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Succeeded", "task/"+name, "--timeout=90s")
+}
+
 // TestRunOfAScheduledTaskAsTyped: run starts a scheduled Task's run now, under the Job name it
 // announced, and leaves the schedule's lastScheduleTime alone.
 func TestRunOfAScheduledTaskAsTyped(t *testing.T) {
