@@ -34,10 +34,28 @@ func servedVersionOfObject(obj map[string]any) string {
 	return ServedVersionOf(apiVersion)
 }
 
-// versionOf reads the version of a Task's apiVersion; an error when it is not a served one.
+// versionOf reads the version of a Task's apiVersion; an error, naming the field, when obj is
+// not a Task or its apiVersion is not a served one. A kind other than Task would otherwise come
+// back converted and relabelled as a Task.
 func versionOf(obj map[string]any) (string, error) {
+	if kind, _ := obj["kind"].(string); kind != taskv1.Kind {
+		return "", fmt.Errorf("%s: kind %s is not %s", nameOf(obj), describe(obj["kind"]), taskv1.Kind)
+	}
 	if v := servedVersionOfObject(obj); v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("%s: apiVersion %q is not a served version of %s", nameOf(obj), obj["apiVersion"], taskv1.GroupKind)
+	return "", fmt.Errorf("%s: apiVersion %s is not a served version of %s", nameOf(obj), describe(obj["apiVersion"]), taskv1.GroupKind)
+}
+
+// describe quotes a string field's value for an error message; any other value is only said
+// not to be a string, so that a huge one does not flood the message.
+func describe(value any) string {
+	switch v := value.(type) {
+	case nil:
+		return "(missing)"
+	case string:
+		return fmt.Sprintf("%q", v)
+	default:
+		return "(not a string)"
+	}
 }

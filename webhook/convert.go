@@ -98,9 +98,9 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 		}
 		switch key {
 		case "apiVersion":
-			err = dec.decodeString(&rv.apiVersion)
+			err = decodeReviewField(dec, &rv.apiVersion, isReviewAPIVersion)
 		case "kind":
-			err = dec.decodeString(&rv.kind)
+			err = decodeReviewField(dec, &rv.kind, func(kind string) bool { return kind == reviewKind })
 		case "request":
 			var more []sentObject
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
@@ -121,8 +121,11 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 	if err := dec.end(); err != nil {
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
-	if rv.uid == "" && rv.desired == "" {
+	switch {
+	case rv.uid == "" && rv.desired == "":
 		return rv, errors.New("malformed ConversionReview: no request")
+	case rv.uid == "":
+		return rv, errors.New("malformed ConversionReview: request.uid is missing")
 	}
 	for _, o := range pending {
 		if err := out.convert(rv, o); err != nil {
@@ -130,6 +133,30 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 		}
 	}
 	return rv, nil
+}
+
+// reviewKind is the kind of every review the handler answers.
+const reviewKind = "ConversionReview"
+
+// isReviewAPIVersion says apiVersion is one a CRD may ask its webhook to speak
+// (conversionReviewVersions); both have the same shape.
+func isReviewAPIVersion(apiVersion string) bool {
+	return apiVersion == apix.SchemeGroupVersion.String() || apiVersion == "apiextensions.k8s.io/v1beta1"
+}
+
+// decodeReviewField reads the review's apiVersion or kind into field when valid says it may be
+// answered: a review that names another kind or version is not one to answer as a
+// ConversionReview, nor to echo. An absent one is taken as apiextensions.k8s.io/v1's.
+func decodeReviewField(dec *reviewDecoder, field *string, valid func(string) bool) error {
+	var value string
+	if err := dec.decodeString(&value); err != nil {
+		return err
+	}
+	if !valid(value) {
+		return fmt.Errorf("%q is not a %s this webhook answers", value, reviewKind)
+	}
+	*field = value
+	return nil
 }
 
 // serveRequest reads the request object; objects are converted as they arrive once the uid

@@ -197,3 +197,61 @@ func TestReviewsInOddButValidShapesConvertAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewsThatAreNoTaskConversionFailNamingWhy: a review of another kind or version, one
+// without a uid, and an object that is no Task are answered with a Failure whose message names
+// the field, never converted as if they were a Task's review; the answer never echoes a review
+// version it does not speak. Reviews at apiextensions.k8s.io/v1beta1, and without apiVersion
+// and kind, still convert.
+func TestReviewsThatAreNoTaskConversionFailNamingWhy(t *testing.T) {
+	const head = `"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview",`
+	withObject := func(obj string) string {
+		return `{` + head + `"request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":[` + obj + `]}}`
+	}
+	cases := []struct {
+		name, body, wantMessage string // wantMessage "" for a Success
+	}{
+		{"kind AdmissionReview", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"AdmissionReview","request":` + oddShapeRequest + `}`,
+			`malformed ConversionReview: kind: "AdmissionReview" is not a ConversionReview this webhook answers`},
+		{"review version foo/v1", `{"apiVersion":"foo/v1","kind":"ConversionReview","request":` + oddShapeRequest + `}`,
+			`malformed ConversionReview: apiVersion: "foo/v1" is not a ConversionReview this webhook answers`},
+		{"kind after the request", `{"request":` + oddShapeRequest + `,"kind":"AdmissionReview"}`,
+			`malformed ConversionReview: kind: "AdmissionReview" is not a ConversionReview`},
+		{"kind not a string", `{"kind":7,"request":` + oddShapeRequest + `}`, `malformed ConversionReview: kind: `},
+		{"no uid", `{` + head + `"request":{"desiredAPIVersion":"example.com/v1","objects":[` + oddShapeTask + `]}}`,
+			`malformed ConversionReview: request.uid is missing`},
+		{"empty uid", `{` + head + `"request":{"uid":"","desiredAPIVersion":"example.com/v1","objects":[]}}`,
+			`malformed ConversionReview: request.uid is missing`},
+		{"object of kind Pod", withObject(strings.Replace(oddShapeTask, `"kind":"Task"`, `"kind":"Pod"`, 1)),
+			`Task n/a: kind "Pod" is not Task`},
+		{"object without kind", withObject(strings.Replace(oddShapeTask, `"kind":"Task",`, ``, 1)),
+			`Task n/a: kind (missing) is not Task`},
+		{"object without apiVersion", withObject(strings.Replace(oddShapeTask, `"apiVersion":"example.com/v1alpha1",`, ``, 1)),
+			`Task n/a: apiVersion (missing) is not a served version of Task.example.com`},
+		{"object apiVersion not a string", withObject(strings.Replace(oddShapeTask, `"example.com/v1alpha1"`, `{"x":1}`, 1)),
+			`Task n/a: apiVersion (not a string) is not a served version of Task.example.com`},
+		{"review at v1beta1", `{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"ConversionReview","request":` + oddShapeRequest + `}`, ""},
+		{"no apiVersion or kind", `{"request":` + oddShapeRequest + `}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			review, raw := serveBody(t, strings.NewReader(tc.body))
+			res := review.Response.Result
+			if tc.wantMessage == "" {
+				if res.Status != "Success" || len(review.Response.ConvertedObjects) != 1 {
+					t.Fatalf("answered %s %q with %d objects, want a Success with one", res.Status, res.Message, len(review.Response.ConvertedObjects))
+				}
+				return
+			}
+			if res.Status != "Failure" || !strings.Contains(res.Message, tc.wantMessage) {
+				t.Errorf("answered %s %q, want a Failure saying %q", res.Status, res.Message, tc.wantMessage)
+			}
+			if strings.Contains(res.Message, "%!") {
+				t.Errorf("garbled message %q", res.Message)
+			}
+			if !isReviewAPIVersion(review.APIVersion) {
+				t.Errorf("answered as apiVersion %q:\n%s", review.APIVersion, raw)
+			}
+		})
+	}
+}

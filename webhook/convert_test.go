@@ -166,7 +166,7 @@ func TestConvertHandlerAnswersFailuresAsReviews(t *testing.T) {
 		{"unknown version", reviewOf(t, "u", "example.com/v9", hubObject(t, sample.SimpleTask())), []string{`"example.com/v9" is not a served version`}},
 		{"damaged annotation", reviewOf(t, "u", "example.com/v1", broken), []string{"Task ns/simple", conversion.PreservedAnnotation, "not a JSON object"}},
 		{"restored field of the wrong type", reviewOf(t, "u", "example.com/v1", wrongType), []string{"Task ns/rich", conversion.PreservedAnnotation, "spec.timeout"}},
-		{"not a Task", reviewOf(t, "u", "example.com/v1", map[string]any{"apiVersion": "v1", "kind": "Pod"}), []string{"not a served version"}},
+		{"not a Task", reviewOf(t, "u", "example.com/v1", map[string]any{"apiVersion": "v1", "kind": "Pod"}), []string{`kind "Pod" is not Task`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
