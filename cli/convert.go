@@ -270,11 +270,10 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	if err := validateHub(hub); err != nil {
 		return nil, err
 	}
-	if to != taskv1.GroupVersion.Version {
-		// A manifest written at v1 holds no defaults; the old version must not be refused for them.
-		if hub, err = conversion.WithDefaults(hub); err != nil {
-			return nil, err
-		}
+	// What the cluster would store: a manifest written at v1 gets its defaults as one written
+	// at an old version does (and an old version must not be refused for their absence).
+	if hub, err = conversion.WithDefaults(hub); err != nil {
+		return nil, err
 	}
 	fields, err := conversion.Inexpressible(hub, to)
 	if err != nil {

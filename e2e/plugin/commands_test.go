@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 )
 
 // task is a v1 Task manifest: a shell runner plus extra spec lines and pod labels.
@@ -206,6 +209,33 @@ func TestConvertedManifestsApplyAtV1(t *testing.T) {
 		apply(t, ns, out)
 	}
 	waitFor(t, ns, "sample-v1alpha1", "Succeeded")
+}
+
+// TestConvertedSpecIsWhatTheClusterStores: `kubectl task convert --to v1` prints, for a manifest
+// at any version (v1 included, which holds no defaults as written), the spec the apiserver
+// stores when that manifest is applied as it is: defaults included.
+func TestConvertedSpecIsWhatTheClusterStores(t *testing.T) {
+	ns := setUp(t)
+	for _, sample := range []string{"v1_task.yaml", "v1_task_http.yaml", "v1_task_scheduled.yaml", "v1alpha1_task.yaml", "v1beta1_task.yaml"} {
+		t.Run(sample, func(t *testing.T) {
+			path := "../../config/samples/" + sample
+			var converted struct {
+				Metadata struct{ Name string }
+				Spec     map[string]any
+			}
+			if err := yaml.Unmarshal([]byte(ok(t, "task", "convert", "-f", path, "--to", "v1")), &converted); err != nil {
+				t.Fatalf("convert printed no Task: %v", err)
+			}
+			ok(t, "apply", "-n", ns, "-f", path)
+			var stored map[string]any
+			if err := json.Unmarshal([]byte(ok(t, "get", "tasks.v1.example.com", converted.Metadata.Name, "-n", ns, "-o", "jsonpath={.spec}")), &stored); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(stored, converted.Spec); diff != "" {
+				t.Errorf("convert --to v1 printed a spec the cluster does not store (-stored +printed):\n%s", diff)
+			}
+		})
+	}
 }
 
 // jobOfRequest is the Job name the plugin says a run request gets ("... as Job NAME").
