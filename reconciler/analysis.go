@@ -11,9 +11,10 @@ import (
 )
 
 // deletionSettleTime is how long after a Job's deletion its attempt is judged, when the Job
-// had not finished: its pods run on while FinalizerRunOutcome holds it, and a pod that was
-// finishing as the Job was deleted is counted within it. Past it, settleDeletedJobs releases
-// the Job before the attempt is judged, so no success is counted after the judgement.
+// had not finished: the Job controller counts the pods that had ended before it synced the
+// deletion (none after), and a lagging one may write that count within it. Past it,
+// settleDeletedJobs releases the Job before the attempt is judged, so no success is counted
+// after the judgement.
 const deletionSettleTime = 5 * time.Second
 
 // runPhase is where the Task's current run stands: the only run of a one-shot Task, the latest

@@ -107,11 +107,14 @@
 //     of an earlier release deleted before it was adopted) counts as failed: its outcome cannot
 //     be known, and a retry follows if one is left.
 //   - A Job deleted before it finished is a cancelled attempt unless the Job controller had
-//     counted its success when it is judged, deletionSettleTime after the deletion. The Job
-//     controller goes on counting the pods of a Job being deleted (it only stops creating
-//     them) while FinalizerRunOutcome holds it, so for the current attempt's Job the finalizer
-//     goes first, by a patch that tests the resourceVersion judged (settleDeletedJobs): a
-//     success counted meanwhile fails it and is seen; after it, nothing can be counted. If
+//     counted its success when it is judged, deletionSettleTime after the deletion. At its first
+//     sync of the deleted Job the Job controller stops tracking every pod of it and counts only
+//     those that had ended by then: a pod still running is never counted, whatever it does next
+//     (its work may finish beside the retry). A success of a pod that ended before that sync can
+//     still be written late, while FinalizerRunOutcome holds the Job, by a controller that lags;
+//     so for the current attempt's Job the finalizer goes first, by a patch that tests the
+//     resourceVersion judged (settleDeletedJobs): a success counted meanwhile fails it and is
+//     seen; after it, nothing can be counted. If
 //     the status write that records the attempt is then lost, the Job is missing and the
 //     attempt still fails with a retry ("disappeared before its outcome was recorded",
 //     backoff from then). A Job marked by a cancel request or replaced by a newer run keeps

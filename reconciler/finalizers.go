@@ -78,12 +78,13 @@ func (r *Reconciler) removeJobFinalizer(ctx context.Context, namespace, name str
 }
 
 // settleDeletedJobs fixes the outcome of the current attempt's Job when it was deleted before
-// it finished and is due to be judged. The Job controller goes on counting the pods of a Job
-// being deleted for as long as FinalizerRunOutcome holds it, so a pod that succeeds after the
-// judgement could still make the Job succeed while a retry runs the work again. The finalizer
-// is therefore removed first, with a patch that tests the resourceVersion the Job is judged on:
-// once it lands nothing can count for the Job any more; a status write in between fails it,
-// and the Job waits to be judged again from what that write says.
+// it finished and is due to be judged. The Job controller still counts, for as long as
+// FinalizerRunOutcome holds the Job, the pods that had ended before it synced the deletion; a
+// controller that lags could so make the Job succeed after the judgement, while a retry runs
+// the work again. The finalizer is therefore removed first, with a patch that tests the
+// resourceVersion the Job is judged on: once it lands nothing can count for the Job any more; a
+// status write in between fails it, and the Job waits to be judged again from what that write
+// says.
 func (r *Reconciler) settleDeletedJobs(ctx context.Context, s *scope) (bool, error) {
 	for i := range s.jobs {
 		if dueToSettle(s.task.Status.CurrentRun, s.jobs[i], s.now) {
@@ -114,7 +115,8 @@ func dueToSettle(rec *v1.RunRecord, j observedJob, now time.Time) bool {
 // releases the Job as read. A Job that changed under the release is judged next time, from
 // what changed. A Job another finalizer holds (foregroundDeletion: the garbage collector stops
 // its pods first) would outlive the release and could still be counted, and a release refused
-// for any other reason must not stop the Task: both keep the old order, status then release.
+// for any other reason must not stop the Task: both keep the old order, status then release,
+// judged from the live read when that read shows a count.
 func (r *Reconciler) settleDeletedJob(ctx context.Context, s *scope, j *observedJob) error {
 	live := &batchv1.Job{}
 	key := client.ObjectKey{Namespace: s.task.Namespace, Name: j.Name}
@@ -124,13 +126,16 @@ func (r *Reconciler) settleDeletedJob(ctx context.Context, s *scope, j *observed
 		}
 		return fmt.Errorf("get deleted job %s to settle it: %w", j.Name, err)
 	}
-	if live.UID != j.UID || len(live.Finalizers) > 1 {
-		return nil // gone (another took its name), or held by another finalizer too
+	if live.UID != j.UID {
+		return nil // gone: another took its name
 	}
 	i := slices.Index(live.Finalizers, v1.FinalizerRunOutcome)
 	if o := observeJob(s.task.Name, live); o.State != jobActive || i < 0 {
 		*j = o // counted (or released) meanwhile: judged from the API server's word
 		return nil
+	}
+	if len(live.Finalizers) > 1 {
+		return nil // held by another finalizer too: status, then release
 	}
 	err := r.client.Patch(ctx, live, releasePatch(i, live.ResourceVersion))
 	switch {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -166,6 +167,50 @@ func TestDeleteActiveOneShotJob(t *testing.T) {
 	}
 	if names := w.names(task.Name); !slices.Equal(names, []string{"stop-0-1", "stop-0-2"}) {
 		t.Errorf("Jobs %v, want stop-0-1 then stop-0-2", names)
+	}
+	w.checkOnce(t)
+}
+
+// TestAPodEndingAfterItsJobsDeletionIsNotCountedAndTheAttemptIsRetriedOnce: the Job
+// controller stops tracking the pods of a Job once it sees the Job deleted (it takes their
+// batch.kubernetes.io/job-tracking finalizer off, running or not, and counts only pods that had
+// already ended), so a pod that exits 0 two seconds after the deletion, within the settle time,
+// is never counted: the attempt is the deleted one, failed, and exactly one retry runs.
+func TestAPodEndingAfterItsJobsDeletionIsNotCountedAndTheAttemptIsRetriedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watchJobs()
+	task := e.create(e.task("late", withLabels(testenv.RunSecondsLabel, "120"), withRetries(1)))
+	var pod corev1.Pod
+	testenv.Eventually(t, waitTimeout, "the pod of late-0-1 to run", func(context.Context) (bool, error) {
+		pods := e.pods(task.Name)
+		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning {
+			return false, fmt.Errorf("%d pods", len(pods))
+		}
+		pod = pods[0]
+		return true, nil
+	})
+	e.update(task.Name, func(t *v1.Task) { delete(t.Labels, testenv.RunSecondsLabel) }) // the retry ends at once
+	if err := e.c.Delete(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "late-0-1"}},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("delete the Job: %v", err)
+	}
+	// The stand-in kubelet counts a pod's run time from its latest change: it exits 0 in 2 s.
+	if err := e.c.Patch(t.Context(), &pod, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+testenv.RunSecondsLabel+`":"2"}}}`))); err != nil {
+		t.Fatalf("end the pod in 2 s: %v", err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the deleted Job's pod to succeed", func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(&pod), p)
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, fmt.Errorf("pod %s %v", p.Status.Phase, err)
+	})
+	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	if got.Status.Attempts != 2 {
+		t.Errorf("after a pod of the deleted Job succeeded: %s; want the deleted attempt failed and one retry", describe(got))
+	}
+	if names := w.names(task.Name); !slices.Equal(names, []string{"late-0-1", "late-0-2"}) {
+		t.Errorf("Jobs %v, want late-0-1 then one retry, late-0-2", names)
 	}
 	w.checkOnce(t)
 }

@@ -36,6 +36,9 @@ func TestDeletedJobIsReleasedBeforeItsAttemptIsJudged(t *testing.T) {
 		// countSuccess writes, between the settle's read and its release, the success the Job
 		// controller counts for a pod that ended after the deletion.
 		countSuccess bool
+		// countedBeforeTheRead writes the success after the cache's view of the Job and before
+		// the settle reads it live: the read, not the stale view, is judged.
+		countedBeforeTheRead bool
 		// otherFinalizer: a second finalizer (foregroundDeletion) would keep the Job past ours.
 		otherFinalizer bool
 		wantState      jobState
@@ -44,6 +47,8 @@ func TestDeletedJobIsReleasedBeforeItsAttemptIsJudged(t *testing.T) {
 		{name: "nothing counted: released, then judged cancelled", wantState: jobActive, wantGone: true},
 		{name: "success counted during the release: judged again, succeeded", countSuccess: true, wantState: jobSucceeded},
 		{name: "held by another finalizer too: left for status, then release", otherFinalizer: true, wantState: jobActive},
+		{name: "success counted before the read: judged succeeded from the read", countedBeforeTheRead: true, wantState: jobSucceeded},
+		{name: "held by another finalizer, success counted before the read: judged succeeded from the read", otherFinalizer: true, countedBeforeTheRead: true, wantState: jobSucceeded},
 	}
 	base, err := client.NewWithWatch(testenv.Shared(t).Config, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
@@ -70,6 +75,12 @@ func TestDeletedJobIsReleasedBeforeItsAttemptIsJudged(t *testing.T) {
 			s := &scope{task: &v1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("t%d", i)}},
 				now: time.Now().Add(deletionSettleTime + time.Second), log: logr.Discard()}
 			o := observeJob(s.task.Name, job)
+			if tc.countedBeforeTheRead {
+				counted := client.RawPatch(types.MergePatchType, []byte(`{"status":{"succeeded":1}}`))
+				if err := base.Status().Patch(t.Context(), job.DeepCopy(), counted); err != nil {
+					t.Fatalf("count the success: %v", err)
+				}
+			}
 			if err := r.settleDeletedJob(t.Context(), s, &o); err != nil {
 				t.Fatalf("settle: %v", err)
 			}
