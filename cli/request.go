@@ -86,6 +86,9 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		return err
 	}
 	at := now.UTC().Truncate(time.Second)
+	if err := refuseDeleting(task, c.namespace); err != nil {
+		return err
+	}
 	if err := refuseRequest(task, kind, c.namespace); err != nil {
 		return err
 	}
@@ -138,6 +141,16 @@ func refuseRequest(task *taskv1.Task, kind requestKind, namespace string) error 
 		return fmt.Errorf("task %q in namespace %q is %s, not finished: rerun it once it Succeeded or Failed (or cancel it first)", task.Name, namespace, phaseText(task))
 	}
 	return nil
+}
+
+// refuseDeleting says a Task being deleted takes no request nor edit: no run of it starts any
+// more, and its active run is stopped with it.
+func refuseDeleting(task *taskv1.Task, namespace string) error {
+	if task.DeletionTimestamp == nil {
+		return nil
+	}
+	return fmt.Errorf("task %q in namespace %q is being deleted (since %s): no run of it starts any more",
+		task.Name, namespace, task.DeletionTimestamp.UTC().Format(time.RFC3339))
 }
 
 func finished(task *taskv1.Task) bool {

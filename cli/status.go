@@ -103,6 +103,9 @@ func (s statusPrinter) print(task *taskv1.Task, job *batchv1.Job, pods []corev1.
 	s.line(0, "Created:\t%s", s.when(&task.CreationTimestamp))
 	s.line(0, "Runner:\t%s", task.Spec.Runner.Type)
 	s.schedule(task)
+	if task.DeletionTimestamp != nil {
+		s.line(0, "Deleting:\tsince %s (waiting for %s; no run starts any more)", s.when(task.DeletionTimestamp), strings.Join(task.Finalizers, ", "))
+	}
 	if task.Spec.Suspend {
 		s.line(0, "Suspended:\tyes (no new run or retry starts; kubectl task resume %s)", task.Name)
 	}

@@ -57,6 +57,9 @@ func trySuspend(ctx context.Context, c *clients, name string, suspend bool, out 
 	if err != nil {
 		return err
 	}
+	if err := refuseDeleting(task, c.namespace); err != nil {
+		return err
+	}
 	verb := map[bool]string{true: "suspended", false: "resumed"}[suspend]
 	if task.Spec.Suspend == suspend {
 		state := map[bool]string{true: "already suspended", false: "not suspended"}[suspend]

@@ -67,6 +67,31 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 		"Suspended:", "yes", "Current run:", "<none yet>")
 }
 
+// TestATaskBeingDeletedTakesNoRequestAndSaysSo: a Task that another finalizer keeps in its
+// deletion refuses every request and edit the plugin makes (none would run: the operator starts
+// nothing for it any more), one line naming it; status shows the deletion.
+func TestATaskBeingDeletedTakesNoRequestAndSaysSo(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("leaving", "", "")+"---\n")
+	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Succeeded", "task/leaving", "--timeout=90s")
+	ok(t, "patch", "task", "leaving", "-n", ns, "--type=merge", "-p", `{"metadata":{"finalizers":["e2e.example.com/hold"]}}`)
+	defer kubectl(t, "", "patch", "task", "leaving", "-n", ns, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	ok(t, "delete", "task", "leaving", "-n", ns, "--wait=false")
+	want := `error: task "leaving" in namespace "` + ns + `" is being deleted (since `
+	for _, cmd := range []string{"rerun", "cancel", "suspend", "resume"} {
+		r := kubectl(t, "", "task", cmd, "leaving", "-n", ns)
+		if r.code == 0 || !strings.HasPrefix(r.stderr, want) || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") != 0 {
+			t.Errorf("%s of a Task being deleted: exit %d, stdout %q, stderr %q; want one line starting %q", cmd, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	requests := `jsonpath={.spec.suspend}|{.metadata.annotations.task\.example\.com/run-requested}|{.metadata.annotations.task\.example\.com/cancel-requested}`
+	if got := ok(t, "get", "task", "leaving", "-n", ns, "-o", requests); got != "||" {
+		t.Errorf("a refused request still changed the Task: spec.suspend|run-requested|cancel-requested = %q", got)
+	}
+	contains(t, "status of a Task being deleted", ok(t, "task", "status", "leaving", "-n", ns),
+		"Deleting:", "(waiting for e2e.example.com/hold; no run starts any more)")
+}
+
 // TestHelpOfEveryCommandShowsAnExample: --help of the plugin and of each command, as kubectl
 // passes it on, shows how the command is typed.
 func TestHelpOfEveryCommandShowsAnExample(t *testing.T) {
