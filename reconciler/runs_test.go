@@ -161,12 +161,19 @@ func TestDeleteActiveOneShotJob(t *testing.T) {
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatalf("delete the Job: %v", err)
 	}
-	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
+	requireDeletedAttemptRetriedOnce(t, e, w, task.Name)
+}
+
+// requireDeletedAttemptRetriedOnce waits for the one-shot Task name to succeed and requires it
+// took its first attempt's Job, deleted, and exactly one retry, each Job created once.
+func requireDeletedAttemptRetriedOnce(t *testing.T, e *env, w *jobWatch, name string) {
+	t.Helper()
+	got := e.waitPhase(name, v1.PhaseSucceeded)
 	if got.Status.Attempts != 2 {
-		t.Errorf("after the deletion: %s", describe(got))
+		t.Errorf("after the deletion: %s; want the deleted attempt failed and one retry", describe(got))
 	}
-	if names := w.names(task.Name); !slices.Equal(names, []string{"stop-0-1", "stop-0-2"}) {
-		t.Errorf("Jobs %v, want stop-0-1 then stop-0-2", names)
+	if names, want := w.names(name), []string{name + "-0-1", name + "-0-2"}; !slices.Equal(names, want) {
+		t.Errorf("Jobs %v, want %v", names, want)
 	}
 	w.checkOnce(t)
 }
@@ -205,14 +212,7 @@ func TestAPodEndingAfterItsJobsDeletionIsNotCountedAndTheAttemptIsRetriedOnce(t 
 		err := e.c.Get(ctx, client.ObjectKeyFromObject(&pod), p)
 		return err == nil && p.Status.Phase == corev1.PodSucceeded, fmt.Errorf("pod %s %v", p.Status.Phase, err)
 	})
-	got := e.waitPhase(task.Name, v1.PhaseSucceeded)
-	if got.Status.Attempts != 2 {
-		t.Errorf("after a pod of the deleted Job succeeded: %s; want the deleted attempt failed and one retry", describe(got))
-	}
-	if names := w.names(task.Name); !slices.Equal(names, []string{"late-0-1", "late-0-2"}) {
-		t.Errorf("Jobs %v, want late-0-1 then one retry, late-0-2", names)
-	}
-	w.checkOnce(t)
+	requireDeletedAttemptRetriedOnce(t, e, w, task.Name)
 }
 
 // TestScheduledRetryAfterTTL is item 4: a scheduled run's failed Job is deleted by a TTL of 0
