@@ -19,6 +19,7 @@ func defaultedBody(hub *taskv1.Task, set func(*taskv1.Task)) (body, error) {
 // withDefaults adds to b the defaults of the fields it lacks, leaving the spelling of every
 // field it has alone.
 func withDefaults(b body) (body, error) {
+	defaultAbsentMaxRetries(b)
 	hub := &taskv1.Task{}
 	if err := fromBody(b, hub); err != nil {
 		return nil, err
@@ -33,6 +34,18 @@ func withDefaults(b body) (body, error) {
 	}
 	fill(b, diff(before, after))
 	return b, nil
+}
+
+// defaultAbsentMaxRetries gives a retry policy without maxRetries the CRD's default, as the
+// apiserver does: the typed form cannot, since its maxRetries has no omitempty (0 means never
+// retry) and so reads retry: {} as maxRetries: 0.
+func defaultAbsentMaxRetries(b body) {
+	v, _ := lookup(b, "spec.retry")
+	if retry, ok := v.(map[string]any); ok {
+		if _, set := retry["maxRetries"]; !set {
+			retry["maxRetries"] = int64(taskv1.DefaultMaxRetries)
+		}
+	}
 }
 
 // fill sets the values of patch that doc lacks. A value doc has stays, even one the typed

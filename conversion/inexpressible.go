@@ -47,16 +47,22 @@ func Inexpressible(hub map[string]any, version string) ([]string, error) {
 	return paths, nil
 }
 
-// WithDefaults returns a copy of a v1 Task, as decoded JSON, with the v1 defaults of the fields
-// it lacks, as the apiserver would store it; every field it has keeps its spelling. Inexpressible
-// needs it for a manifest written at v1, which carries no defaults: a default the old version
-// does not express is no reason to refuse.
+// WithDefaults returns a copy of a v1 Task, as decoded JSON, with the v1 defaults of the spec
+// fields it lacks, as the apiserver would store it; every field it has keeps its spelling, and
+// the status is left as it is (the apiserver takes none from a create or apply: a status saved
+// from a newer release may hold fields this one does not know). Inexpressible needs it for a
+// manifest written at v1, which carries no defaults: a default the old version does not express
+// is no reason to refuse.
 func WithDefaults(hub map[string]any) (map[string]any, error) {
 	obj, _ := deepCopy(hub).(map[string]any)
-	b, err := withDefaults(bodyOf(obj))
+	spec, ok := obj["spec"]
+	if !ok {
+		return obj, nil
+	}
+	b, err := withDefaults(body{"spec": spec})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameOf(hub), err)
 	}
-	replaceBody(obj, b)
+	obj["spec"] = b["spec"]
 	return obj, nil
 }
