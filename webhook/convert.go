@@ -54,6 +54,9 @@ type reviewHeader struct {
 	uid              string
 	desired          string
 	version          string // desired's version, "" if not a served one of Task
+	// notAConversionReview: its kind or apiVersion says it is some other review. Objects read
+	// before that was (keys come in any order) may have been streamed; the Failure voids them.
+	notAConversionReview bool
 }
 
 func (convertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +76,7 @@ func (convertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	to := metricVersion(rv.version)
 	result := "success"
 	switch {
-	case err != nil && rv.uid == "":
+	case err != nil && (rv.uid == "" || rv.notAConversionReview):
 		result = "malformed"
 	case err != nil:
 		result = "failure"
@@ -99,8 +102,10 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 		switch key {
 		case "apiVersion":
 			err = decodeReviewField(dec, &rv.apiVersion, isReviewAPIVersion)
+			rv.notAConversionReview = err != nil
 		case "kind":
 			err = decodeReviewField(dec, &rv.kind, func(kind string) bool { return kind == reviewKind })
+			rv.notAConversionReview = err != nil
 		case "request":
 			var more []sentObject
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))

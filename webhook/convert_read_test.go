@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -194,6 +195,29 @@ func TestReviewsInOddButValidShapesConvertAlike(t *testing.T) {
 			if res := got.Response; res.Result.Status != "Success" || res.UID != "u" || len(res.ConvertedObjects) != 1 || !bytes.Equal(res.ConvertedObjects[0].Raw, wantObj) {
 				t.Errorf("%s, read %s: uid %q result %+v, %d objects", name, rname, res.UID, res.Result, len(res.ConvertedObjects))
 			}
+		}
+	}
+}
+
+// TestAReviewOfAnotherKindIsCountedMalformed: a review whose kind, read after its request
+// (keys come in any order), says it is no ConversionReview is counted malformed, not as an
+// object the webhook failed to convert (which the runbook reports as a bug).
+func TestAReviewOfAnotherKindIsCountedMalformed(t *testing.T) {
+	for _, body := range []string{
+		`{"request":` + oddShapeRequest + `,"kind":"AdmissionReview"}`,
+		`{"request":` + oddShapeRequest + `,"apiVersion":"admission.k8s.io/v1"}`,
+		`{"request":` + oddShapeRequest + `,"kind":7}`,
+	} {
+		malformed := testutil.ToFloat64(convertRequestsTotal.WithLabelValues("v1", "malformed"))
+		failed := testutil.ToFloat64(convertRequestsTotal.WithLabelValues("v1", "failure"))
+		review, _ := serveBody(t, strings.NewReader(body))
+		if res := review.Response.Result; res.Status != "Failure" || !strings.Contains(res.Message, "malformed ConversionReview") {
+			t.Errorf("%s: answered %s %q, want a malformed ConversionReview", body, res.Status, res.Message)
+		}
+		m := testutil.ToFloat64(convertRequestsTotal.WithLabelValues("v1", "malformed")) - malformed
+		f := testutil.ToFloat64(convertRequestsTotal.WithLabelValues("v1", "failure")) - failed
+		if m != 1 || f != 0 {
+			t.Errorf("%s: counted %v malformed and %v failed, want 1 malformed", body, m, f)
 		}
 	}
 }
