@@ -126,7 +126,13 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		if active(task) {
 			when = "once the active run ends"
 		}
-		fmt.Fprintf(out, "task.example.com/%s: run requested at %s; it starts %s as Job %s\n", name, stamp, when, job)
+		unless := ""
+		if task.Spec.Schedule != nil {
+			// The operator lets a schedule time later than the request, due when the run
+			// could start, answer it instead (docs/guarantees.md, run requests).
+			unless = " (unless a later schedule time is due by then: that run answers it)"
+		}
+		fmt.Fprintf(out, "task.example.com/%s: run requested at %s%s; it starts %s as Job %s\n", name, stamp, unless, when, job)
 	}
 	return nil
 }

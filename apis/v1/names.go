@@ -90,8 +90,8 @@ const MaxJobNameLength = 63
 // JobName is the name of the Job that runs attempt (from 1) of a Task's run, scheduleKey being
 // the run's schedule time in Unix seconds, 0 for a one-shot run: "<task>-<schedule>-<attempt>"
 // when that is shorter than MaxJobNameLength, else exactly that long, "<cut task name>-<8 hex
-// of the whole name>-<schedule>-<attempt>". The operator and `kubectl task` both name Jobs by
-// it, so what the plugin announces is the Job that runs.
+// of the whole name>-<schedule>-<attempt>". The operator names Jobs by it, and `kubectl task`
+// the Job it announces for a run request.
 func JobName(taskName string, scheduleKey int64, attempt int32) string {
 	return fitName(taskName, fmt.Sprintf("-%d-%d", scheduleKey, attempt), MaxJobNameLength)
 }

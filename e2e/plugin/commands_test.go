@@ -305,7 +305,7 @@ func TestRunOfAScheduledTaskAsTyped(t *testing.T) {
 	apply(t, ns, task("hourly", "", "  schedule: {cron: '@every 1h'}\n"))
 	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Scheduled", "task/hourly", "--timeout=90s")
 	out := ok(t, "task", "run", "hourly", "-n", ns)
-	contains(t, "run", out, "task.example.com/hourly: run requested at ", "; it starts now as Job hourly-")
+	contains(t, "run", out, "task.example.com/hourly: run requested at ", " (unless a later schedule time is due by then: that run answers it); it starts now as Job hourly-")
 	job := jobOfRequest(t, out)
 	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.currentRun.job.name}="+job, "task/hourly", "--timeout=90s")
 	ok(t, "wait", "-n", ns, "--for=jsonpath={.status.currentRun.outcome}=Succeeded", "task/hourly", "--timeout=90s")
