@@ -198,17 +198,11 @@ func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
 	return now
 }
 
-// runRequestTime is the time a run or rerun request made at now is sent with: now, unless the
-// operator would take a request at now as answered already (a clock behind the operator's, at
-// or before status.runRequest or the current run's schedule time): then one second after that;
-// and unless a cancel request is pending (set at or after it, or later than
-// status.cancelRequest), which the operator would apply to a run request before it and drop it:
-// then one second after that cancel, so the run the user asks for after cancelling is not
-// cancelled with it.
+// runRequestTime is the time a run or rerun request made at now is sent with: now, unless a
+// cancel request is pending (set at or after now, or later than status.cancelRequest), which the
+// operator would apply to a run request before it and drop it: then one second after that
+// cancel, so the run the user asks for after cancelling is not cancelled with it.
 func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
-	if answered := answeredThrough(task); !now.After(answered) {
-		now = answered.Add(time.Second)
-	}
 	cancel, ok := annotationTime(task, taskv1.AnnotationCancelRequested)
 	if !ok {
 		return now
@@ -218,16 +212,6 @@ func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
 		return cancel.Add(time.Second)
 	}
 	return now
-}
-
-// answeredThrough is the latest request time the operator takes as answered: status.runRequest,
-// or the current run's schedule time (a run of that time or later answers any request before).
-func answeredThrough(task *taskv1.Task) time.Time {
-	answered := timeOf(task.Status.RunRequest)
-	if run := task.Status.CurrentRun; run != nil && run.ScheduledTime != nil && run.ScheduledTime.After(answered) {
-		answered = run.ScheduledTime.Time
-	}
-	return answered.UTC().Truncate(time.Second)
 }
 
 // annotationTime is the time of request annotation key, truncated to the second as the

@@ -45,44 +45,6 @@ func TestRunRequestIsSentAfterAPendingCancel(t *testing.T) {
 	}
 }
 
-// TestARunRequestIsSentAfterWhatTheOperatorTakesAsAnswered: with the client's clock behind the
-// operator's, now can be at or before status.runRequest or the current run's schedule time, a
-// request the operator takes as answered: nothing would run. It is sent a second after the
-// later of the two instead; a pending cancel still comes first.
-func TestARunRequestIsSentAfterWhatTheOperatorTakesAsAnswered(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
-	ts := func(d time.Duration) *metav1.Time { m := metav1.NewTime(now.Add(d)); return &m }
-	for _, tc := range []struct {
-		name       string
-		runRequest *metav1.Time
-		scheduled  *metav1.Time
-		cancel     time.Duration // a pending cancel at now+cancel, when not 0
-		want       time.Time
-	}{
-		{name: "nothing answered", want: now},
-		{name: "an earlier request answered", runRequest: ts(-time.Minute), want: now},
-		{name: "a request of this second answered", runRequest: ts(0), want: now.Add(time.Second)},
-		{name: "a request ahead of this clock answered", runRequest: ts(10 * time.Second), want: now.Add(11 * time.Second)},
-		{name: "the current run is of a later schedule time", scheduled: ts(30 * time.Second), want: now.Add(31 * time.Second)},
-		{name: "the later of both", runRequest: ts(5 * time.Second), scheduled: ts(3 * time.Second), want: now.Add(6 * time.Second)},
-		{name: "a pending cancel after both", runRequest: ts(5 * time.Second), cancel: 6 * time.Second, want: now.Add(7 * time.Second)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			task := &taskv1.Task{}
-			task.Status.RunRequest = tc.runRequest
-			if tc.scheduled != nil {
-				task.Status.CurrentRun = &taskv1.RunRecord{ScheduledTime: tc.scheduled, Attempt: 1, Outcome: taskv1.RunActive}
-			}
-			if tc.cancel != 0 {
-				task.Annotations = map[string]string{taskv1.AnnotationCancelRequested: now.Add(tc.cancel).Format(time.RFC3339)}
-			}
-			if got := runRequestTime(task, now); !got.Equal(tc.want) {
-				t.Errorf("run requested at %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestCancelCoversAPendingRunRequestAheadOfNow: a run request sent one second after a cancel
 // (see TestRunRequestIsSentAfterAPendingCancel) is still pending when the user cancels again in
 // the same second; the new cancel is sent at the run request's time so that it covers it.
