@@ -104,6 +104,9 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 		key = taskv1.AnnotationCancelRequested
 	} else {
 		at = runRequestTime(task, at)
+		if err := refuseAnswered(task, at, c.namespace); err != nil {
+			return err
+		}
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: at.Format(time.RFC3339)}}})
 	if err != nil {
@@ -212,6 +215,29 @@ func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
 		return cancel.Add(time.Second)
 	}
 	return now
+}
+
+// refuseAnswered says why a run request at is not sent: the operator takes a request at or
+// before status.runRequest or the current run's schedule time as answered already, so nothing
+// would start. That is a repeat within the second of a request already honoured, or a clock
+// behind the operator's.
+func refuseAnswered(task *taskv1.Task, at time.Time, namespace string) error {
+	answered := answeredThrough(task)
+	if at.After(answered) {
+		return nil
+	}
+	return fmt.Errorf("task %q in namespace %q: a run requested at %s is answered already by the run of %s: nothing new would start (if this machine's clock is behind the operator's, ask again after %s)",
+		task.Name, namespace, at.Format(time.RFC3339), answered.Format(time.RFC3339), answered.Format(time.RFC3339))
+}
+
+// answeredThrough is the latest request time the operator takes as answered: status.runRequest,
+// or the current run's schedule time (a run of that time or later answers any request before).
+func answeredThrough(task *taskv1.Task) time.Time {
+	answered := timeOf(task.Status.RunRequest)
+	if run := task.Status.CurrentRun; run != nil && run.ScheduledTime != nil && run.ScheduledTime.After(answered) {
+		answered = run.ScheduledTime.Time
+	}
+	return answered.UTC().Truncate(time.Second)
 }
 
 // annotationTime is the time of request annotation key, truncated to the second as the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,57 @@ func TestRunRequestIsSentAfterAPendingCancel(t *testing.T) {
 			}
 			if got := runRequestTime(task, now); !got.Equal(tc.want) {
 				t.Errorf("cancel-requested %q (status.cancelRequest %v): run requested at %s, want %s", tc.cancel, tc.honoured, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestARunRequestTheOperatorTakesAsAnsweredIsNotSent: a request at or before status.runRequest
+// or the current run's schedule time (a repeat within the second of an honoured request, or a
+// clock behind the operator's) would start nothing; the plugin says so, naming both times, and
+// sends nothing. A later one, or one pushed past a pending cancel, is sent.
+func TestARunRequestTheOperatorTakesAsAnsweredIsNotSent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	ts := func(d time.Duration) *metav1.Time { m := metav1.NewTime(now.Add(d)); return &m }
+	for _, tc := range []struct {
+		name       string
+		runRequest *metav1.Time
+		scheduled  *metav1.Time
+		cancel     time.Duration // a pending cancel at now+cancel, when not 0
+		answeredBy time.Duration // the time named in the refusal; sent when refused is false
+		refused    bool
+	}{
+		{name: "nothing answered"},
+		{name: "an earlier request answered", runRequest: ts(-time.Minute)},
+		{name: "a run of an earlier schedule time", scheduled: ts(-time.Minute)},
+		{name: "a request of this second answered", runRequest: ts(0), refused: true},
+		{name: "a request ahead of this clock answered", runRequest: ts(10 * time.Second), answeredBy: 10 * time.Second, refused: true},
+		{name: "a run of a later schedule time", scheduled: ts(30 * time.Second), answeredBy: 30 * time.Second, refused: true},
+		{name: "the later of both", runRequest: ts(5 * time.Second), scheduled: ts(3 * time.Second), answeredBy: 5 * time.Second, refused: true},
+		{name: "pushed past a pending cancel, after what was answered", runRequest: ts(0), cancel: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := &taskv1.Task{}
+			task.Name = "nightly"
+			task.Status.RunRequest = tc.runRequest
+			if tc.scheduled != nil {
+				task.Status.CurrentRun = &taskv1.RunRecord{ScheduledTime: tc.scheduled, Attempt: 1, Outcome: taskv1.RunActive}
+			}
+			if tc.cancel != 0 {
+				task.Annotations = map[string]string{taskv1.AnnotationCancelRequested: now.Add(tc.cancel).Format(time.RFC3339)}
+			}
+			at := runRequestTime(task, now)
+			err := refuseAnswered(task, at, "ns")
+			if !tc.refused {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			want := `task "nightly" in namespace "ns": a run requested at ` + at.Format(time.RFC3339) +
+				" is answered already by the run of " + now.Add(tc.answeredBy).Format(time.RFC3339) + ": nothing new would start"
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("got %v, want an error starting %q", err, want)
 			}
 		})
 	}
