@@ -98,6 +98,10 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 	}
 	if kind == cancelRequest {
 		at = cancelRequestTime(task, at)
+		if honoured := timeOf(task.Status.CancelRequest); !at.After(honoured) {
+			return fmt.Errorf("task %q in namespace %q: a cancel requested at %s is not later than the cancel of %s the operator honoured, so it would be ignored (if this machine's clock is behind the operator's, ask again after %s)",
+				name, c.namespace, at.Format(time.RFC3339), honoured.Format(time.RFC3339), honoured.Format(time.RFC3339))
+		}
 	}
 	key := taskv1.AnnotationRunRequested
 	if kind == cancelRequest {
