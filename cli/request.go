@@ -16,7 +16,8 @@ import (
 
 // The request commands set one annotation on the Task (a merge patch at v1) whose value, the
 // current second, identifies the request; the operator honours each request once (see the
-// README's "Run semantics"). Repeating a command within the same second is the same request.
+// README's "Run semantics"). Repeating a command within the same second is the same request:
+// sent again while the operator has not seen it, refused once it answered it.
 
 // requestKind is one of the request commands.
 type requestKind int
@@ -130,7 +131,10 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 	default:
 		job := taskv1.JobName(name, at.Unix(), 1) // the request's run, keyed by its time
 		when := "now"
-		if active(task) {
+		switch {
+		case task.Spec.Suspend:
+			when = "once the Task is resumed"
+		case active(task):
 			when = "once the active run ends"
 		}
 		unless := ""
@@ -195,11 +199,17 @@ func runRequestPending(task *taskv1.Task) bool {
 	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
 }
 
+// maxClockSkew is how far ahead of this machine's clock another request may be and still be
+// taken as made now on a clock a little ahead (or a second ahead by the plugin's own stamping).
+// A request further ahead was set by hand for then: the operator waits for its time, and a
+// request made now is not put after it.
+const maxClockSkew = time.Minute
+
 // cancelRequestTime is the time a cancel made at now is sent with: now, or one second after a
-// pending run request of this second or later (a run asked for one second after an earlier
-// cancel), since the operator drops only a run request strictly before the cancel.
+// pending run request of this second or a little later (a run asked for one second after an
+// earlier cancel), since the operator drops only a run request strictly before the cancel.
 func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
-	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) {
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) && !r.After(now.Add(maxClockSkew)) {
 		return r.Add(time.Second)
 	}
 	return now
@@ -215,7 +225,7 @@ func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
 		return now
 	}
 	pending := !cancel.Before(now) || cancel.After(timeOf(task.Status.CancelRequest))
-	if pending && !now.After(cancel) {
+	if pending && !now.After(cancel) && !cancel.After(now.Add(maxClockSkew)) {
 		return cancel.Add(time.Second)
 	}
 	return now
