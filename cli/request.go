@@ -240,8 +240,12 @@ func refuseAnswered(task *taskv1.Task, at time.Time, namespace string) error {
 	if at.After(answered) {
 		return nil
 	}
-	return fmt.Errorf("task %q in namespace %q: a run requested at %s is answered already by the run of %s: nothing new would start (if this machine's clock is behind the operator's, ask again after %s)",
-		task.Name, namespace, at.Format(time.RFC3339), answered.Format(time.RFC3339), answered.Format(time.RFC3339))
+	pending := ""
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) {
+		pending = fmt.Sprintf("; the request of %s, not started yet, stands", r.Format(time.RFC3339))
+	}
+	return fmt.Errorf("task %q in namespace %q: a run requested at %s is answered already by the run of %s: it would start nothing%s (if this machine's clock is behind the operator's, ask again after %s)",
+		task.Name, namespace, at.Format(time.RFC3339), answered.Format(time.RFC3339), pending, answered.Format(time.RFC3339))
 }
 
 // answeredThrough is the latest request time the operator takes as answered: status.runRequest,

@@ -89,7 +89,7 @@ func TestARunRequestTheOperatorTakesAsAnsweredIsNotSent(t *testing.T) {
 				return
 			}
 			want := `task "nightly" in namespace "ns": a run requested at ` + at.Format(time.RFC3339) +
-				" is answered already by the run of " + now.Add(tc.answeredBy).Format(time.RFC3339) + ": nothing new would start"
+				" is answered already by the run of " + now.Add(tc.answeredBy).Format(time.RFC3339) + ": it would start nothing"
 			if err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("got %v, want an error starting %q", err, want)
 			}
