@@ -26,7 +26,31 @@ type CronSchedule struct {
 
 // Next is the first schedule time strictly after t, or the zero time if there is none.
 func (s CronSchedule) Next(t time.Time) time.Time {
-	return s.cron.Next(t.In(s.loc))
+	n := s.cron.Next(t.In(s.loc))
+	if n.IsZero() || n.After(t) {
+		return n
+	}
+	return s.nextAfterRepeatedHour(t, n)
+}
+
+// nextAfterRepeatedHour answers Next when robfig/cron answered n, not after t: t lies in the
+// hour a time zone repeats when its clocks go back, and n is the first occurrence of a wall
+// time whose second occurrence is still to come (a daily 03:00 in Pacific/Chatham, asked at
+// the second 02:50). That second occurrence is the answer; if it too has passed, the search
+// moves on a minute at a time past the repeated hour.
+func (s CronSchedule) nextAfterRepeatedHour(t, n time.Time) time.Time {
+	_, offsetAtN := n.Zone()
+	_, offsetAtT := t.In(s.loc).Zone()
+	if again := n.Add(time.Duration(offsetAtN-offsetAtT) * time.Second); again.After(t) {
+		return again
+	}
+	for probe, i := t, 0; i < 24*60; i++ {
+		probe = probe.Add(time.Minute)
+		if n = s.cron.Next(probe.In(s.loc)); n.IsZero() || n.After(t) {
+			return n
+		}
+	}
+	return time.Time{}
 }
 
 // Every is the interval of an "@every <duration>" schedule, whose times count from the one
