@@ -184,10 +184,19 @@ func validateSchedule(s *Schedule, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Required(path, "a schedule")}
 	}
 	var errs field.ErrorList
-	if _, err := parseCron(s.Cron); err != nil {
+	c, err := parseCron(s.Cron)
+	switch {
+	case err != nil:
 		errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, err.Error()))
+	case c.Next(time.Now()).IsZero():
+		// As a CronJob's InvalidSchedule: a date that does not exist (30 February) never comes.
+		errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, "never comes: no such date in the next five years"))
 	}
-	if _, err := time.LoadLocation(s.TimeZone); err != nil {
+	switch _, err := time.LoadLocation(s.TimeZone); {
+	case s.TimeZone == "Local":
+		// As a CronJob: "Local" is whatever zone the operator's machine has, not an IANA name.
+		errs = append(errs, field.Invalid(path.Child("timeZone"), s.TimeZone, "not an IANA time zone: Local is the operator's machine's zone"))
+	case err != nil:
 		errs = append(errs, field.Invalid(path.Child("timeZone"), s.TimeZone, "unknown time zone"))
 	}
 	return errs
