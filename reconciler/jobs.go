@@ -32,6 +32,23 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// requeueWaiting moves the Jobs waiting in a LocalQueue the Task no longer names to the one it
+// names, by their queue label.
+func (r *Reconciler) requeueWaiting(ctx context.Context, s *scope) error {
+	for _, o := range s.plan.requeue {
+		job := s.cached[o.Name]
+		if job == nil {
+			continue
+		}
+		patch := client.MergeFrom(job.DeepCopy())
+		job.Labels[kueueQueueLabel] = s.task.Spec.QueueName
+		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("move job %s to LocalQueue %s: %w", job.Name, s.task.Spec.QueueName, err)
+		}
+	}
+	return nil
+}
+
 // replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace). Their
 // finalizer keeps them readable until the status records them.
 func (r *Reconciler) replaceActive(ctx context.Context, s *scope) error {

@@ -17,6 +17,8 @@ type plan struct {
 	replace []observedJob
 	// suspend are the active Jobs whose spec.suspend must flip to match the Task's.
 	suspend []observedJob
+	// requeue are the Jobs waiting for admission in a LocalQueue the Task no longer names.
+	requeue []observedJob
 	// cancel are the active Jobs of the current run a pending cancel request deletes;
 	// cancelAt is that request.
 	cancel   []observedJob
@@ -51,6 +53,7 @@ type plan struct {
 func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan {
 	p := plan{
 		suspend: suspendFlips(task, a.active),
+		requeue: queueMoves(task, a.active),
 		release: releasable(task, jobs, now),
 		protect: unprotected(jobs),
 	}
@@ -141,6 +144,19 @@ func suspendFlips(task *v1.Task, active []observedJob) []observedJob {
 	var out []observedJob
 	for _, j := range active {
 		if j.Suspended != task.Spec.Suspend && !j.Deleting && j.Queue == "" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// queueMoves are the Jobs still waiting for admission in a LocalQueue other than the one the
+// Task names now (a typo fixed, a team's queue changed): Kueue moves a suspended Job's Workload
+// when its queue label changes. An admitted Job stays where it was admitted.
+func queueMoves(task *v1.Task, active []observedJob) []observedJob {
+	var out []observedJob
+	for _, j := range active {
+		if j.waiting() && j.Admitted.IsZero() && task.Spec.QueueName != "" && j.Queue != task.Spec.QueueName {
 			out = append(out, j)
 		}
 	}

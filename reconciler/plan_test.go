@@ -534,3 +534,33 @@ func TestSupersededFailureOlderThanTheLatestOutcomeIsNotReported(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyJobsWaitingForAdmissionMoveToTheTasksQueue: a Job waiting in a LocalQueue the Task no
+// longer names moves to the one it names; an admitted Job, one already there, one of a Task
+// that names no queue now (its Jobs stay Kueue's), and a Job not waiting stay where they are.
+func TestOnlyJobsWaitingForAdmissionMoveToTheTasksQueue(t *testing.T) {
+	waiting := observedJob{Name: "t-0-1", Queue: "old", Suspended: true, State: jobActive}
+	admitted := waiting
+	admitted.Admitted = at(10)
+	running := waiting
+	running.Suspended = false
+	for _, tc := range []struct {
+		name  string
+		queue string
+		job   observedJob
+		moved bool
+	}{
+		{"waiting in another queue", "new", waiting, true},
+		{"waiting in the Task's queue", "old", waiting, false},
+		{"admitted in another queue", "new", admitted, false},
+		{"running", "new", running, false},
+		{"the Task names no queue now", "", waiting, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := newTask(func(t *v1.Task) { t.Spec.QueueName = tc.queue })
+			if moved := len(queueMoves(task, []observedJob{tc.job})) == 1; moved != tc.moved {
+				t.Errorf("moved %v, want %v", moved, tc.moved)
+			}
+		})
+	}
+}

@@ -198,6 +198,7 @@ func (r *Reconciler) execute(ctx context.Context, s *scope) error {
 		r.protectJobs,
 		r.releaseJobs,
 		r.syncSuspend,
+		r.requeueWaiting,
 		r.cancelRun,
 		r.confirmCurrent,
 		r.replaceActive,
