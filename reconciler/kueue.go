@@ -205,7 +205,7 @@ func (r *Reconciler) explainWaiting(ctx context.Context, s *scope) error {
 		if !j.waiting() {
 			continue
 		}
-		w, err := r.workloadWait(ctx, s.task.Namespace, j)
+		w, err := r.workloadWait(ctx, s.task, j)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,8 @@ func (r *Reconciler) explainWaiting(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) workloadWait(ctx context.Context, namespace string, j *observedJob) (queueWait, error) {
+func (r *Reconciler) workloadWait(ctx context.Context, task *v1.Task, j *observedJob) (queueWait, error) {
+	namespace := task.Namespace
 	fallback := queueWait{v1.ReasonQueuePending, fmt.Sprintf("Job %s is suspended in LocalQueue %s until Kueue admits it", j.Name, j.Queue)}
 	k := r.kueue
 	if k == nil || k.cache == nil || k.workload.Empty() {
@@ -233,8 +234,18 @@ func (r *Reconciler) workloadWait(ctx context.Context, namespace string, j *obse
 			}
 		}
 	}
-	fallback.message = fmt.Sprintf("Job %s is suspended in LocalQueue %s; Kueue has not made its Workload yet (is Kueue running?)", j.Name, j.Queue)
+	fallback.message = fmt.Sprintf("Job %s is suspended in LocalQueue %s; Kueue has not made its Workload yet (is Kueue running?%s kubectl describe job %s shows Kueue's events)",
+		j.Name, j.Queue, priorityClassHint(task), j.Name)
 	return fallback, nil
+}
+
+// priorityClassHint asks whether the Task's WorkloadPriorityClass exists: Kueue makes no
+// Workload for a Job whose class it cannot find.
+func priorityClassHint(task *v1.Task) string {
+	if task.Spec.PriorityClassName == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Does WorkloadPriorityClass %s exist?", task.Spec.PriorityClassName)
 }
 
 // queueLabels puts the Task's queue and priority on a Job.

@@ -119,3 +119,20 @@ func waitQueued(t *testing.T, ns, name string) {
 		return task.Status.Phase == v1.PhaseQueued, fmt.Errorf("phase %s", task.Status.Phase)
 	})
 }
+
+// TestAMissingPriorityClassIsNamedWhileTheRunWaits: Kueue makes no Workload for a Job whose
+// WorkloadPriorityClass does not exist; the Task's Admitted condition asks about that class,
+// not only whether Kueue runs.
+func TestAMissingPriorityClassIsNamedWhileTheRunWaits(t *testing.T) {
+	ns := setUp(t)
+	queue := newQueue(t, ns, quota(1), "Never")
+	create(t, queuedTask(ns, "p", queue, "no-such-class", "1"))
+	testenv.Eventually(t, time.Minute, "the Admitted condition to name the class", func(ctx context.Context) (bool, error) {
+		task, err := taskPhase(ctx, ns, "p")
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionAdmitted)
+		return c != nil && strings.Contains(c.Message, "Does WorkloadPriorityClass no-such-class exist?"), fmt.Errorf("phase %s, Admitted %+v", task.Status.Phase, c)
+	})
+}
