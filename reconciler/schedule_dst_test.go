@@ -37,7 +37,7 @@ func TestNoRunForAScheduleTimeBeforeTheTaskExisted(t *testing.T) {
 	task = chatham(v1.TaskStatus{
 		ObservedGeneration: 1, LastScheduleTime: timePtr(first03),
 		ObservedSchedule: &v1.ObservedSchedule{Cron: "0 3 * * *", TimeZone: "Pacific/Chatham", Since: *timePtr(created)},
-		CurrentRun: &v1.RunRecord{ScheduledTime: timePtr(first03), Attempt: 1, Job: *ref(jobName("t", id)), Outcome: v1.RunSucceeded, FinishTime: timePtr(now)},
+		CurrentRun:       &v1.RunRecord{ScheduledTime: timePtr(first03), Attempt: 1, Job: *ref(jobName("t", id)), Outcome: v1.RunSucceeded, FinishTime: timePtr(now)},
 	})
 	now = now.Add(time.Minute)
 	if p := planRuns(task, analyze(task, nil, now), nil, now); p.create != nil {
@@ -48,7 +48,7 @@ func TestNoRunForAScheduleTimeBeforeTheTaskExisted(t *testing.T) {
 	task = chatham(v1.TaskStatus{
 		ObservedGeneration: 1, LastScheduleTime: timePtr(first03),
 		ObservedSchedule: &v1.ObservedSchedule{Cron: "0 3 * * *", TimeZone: "Pacific/Chatham", Since: *timePtr(created)},
-		CurrentRun: &v1.RunRecord{ScheduledTime: timePtr(first03), Attempt: 1, Job: *ref(jobName("t", id)), Outcome: v1.RunActive},
+		CurrentRun:       &v1.RunRecord{ScheduledTime: timePtr(first03), Attempt: 1, Job: *ref(jobName("t", id)), Outcome: v1.RunActive},
 	})
 	task.Spec.Schedule.ConcurrencyPolicy = v1.ReplaceConcurrent
 	job := observedJob{Name: jobName("t", id), UID: "job-uid", Run: id, Created: created, State: jobActive, Protected: true}
@@ -57,4 +57,3 @@ func TestNoRunForAScheduleTimeBeforeTheTaskExisted(t *testing.T) {
 		t.Errorf("the run for %v active under Replace: replaces %v to start %v", first03, p.replace, p.create)
 	}
 }
-
