@@ -28,7 +28,7 @@ func TestParseSchedule(t *testing.T) {
 		{"", "", "spec.schedule.cron"},
 		{"0 0 30 2 *", "", "spec.schedule.cron"}, // 30 February never comes
 		{"0 0 31 4 *", "Europe/Berlin", "spec.schedule.cron"},
-		{"0 0 29 2 *", "", ""}, // leap days come, every four years
+		{"0 0 29 2 *", "", ""},                           // leap days come, every four years
 		{"0 9 * * *", "Local", "spec.schedule.timeZone"}, // the operator's machine's zone, as a CronJob refuses
 	}
 	for _, tc := range tests {

@@ -78,6 +78,17 @@ func TestKueueAdmitsPlainJob(t *testing.T) {
 // LocalQueue's name. The ClusterQueue is deleted with the test.
 func newQueue(t *testing.T, ns, cpu, preemption string) string {
 	t.Helper()
+	return newNamedQueue(t, ns, "queue", cpu, preemption)
+}
+
+// newNamedQueue is newQueue with a LocalQueue called name; a name other than "queue" gets a
+// ClusterQueue of its own, named ns-name.
+func newNamedQueue(t *testing.T, ns, name, cpu, preemption string) string {
+	t.Helper()
+	cluster := ns
+	if name != "queue" {
+		cluster = ns + "-" + name
+	}
 	apply(t, fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -85,7 +96,7 @@ metadata: {name: default-flavor}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
-metadata: {name: %[1]s}
+metadata: {name: %[4]s}
 spec:
   namespaceSelector: {}
   preemption: {withinClusterQueue: %[3]s}
@@ -98,14 +109,14 @@ spec:
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {name: queue, namespace: %[1]s}
-spec: {clusterQueue: %[1]s}
-`, ns, cpu, preemption))
+metadata: {name: %[5]s, namespace: %[1]s}
+spec: {clusterQueue: %[4]s}
+`, ns, cpu, preemption, cluster, name))
 	t.Cleanup(func() {
-		_ = dyn.Resource(testenv.KueueResource("clusterqueues")).Delete(context.Background(), ns, metav1.DeleteOptions{})
+		_ = dyn.Resource(testenv.KueueResource("clusterqueues")).Delete(context.Background(), cluster, metav1.DeleteOptions{})
 	})
 	testenv.Eventually(t, time.Minute, "ClusterQueue active", func(ctx context.Context) (bool, error) {
-		cq, err := dyn.Resource(testenv.KueueResource("clusterqueues")).Get(ctx, ns, metav1.GetOptions{})
+		cq, err := dyn.Resource(testenv.KueueResource("clusterqueues")).Get(ctx, cluster, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -114,7 +125,7 @@ spec: {clusterQueue: %[1]s}
 		}
 		return true, nil
 	})
-	return "queue"
+	return name
 }
 
 func apply(t *testing.T, manifest string) {

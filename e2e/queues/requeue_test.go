@@ -34,17 +34,7 @@ func TestQueueNameFixedWhileWaitingStartsTheRun(t *testing.T) {
 		return c != nil && c.Reason == "Inadmissible", fmt.Errorf("Admitted %+v", c)
 	})
 	patchTask(t, ns, "typo", fmt.Sprintf(`{"spec":{"queueName":%q}}`, queue))
-	testenv.Eventually(t, time.Minute, "the run started in the corrected queue and succeeded", func(ctx context.Context) (bool, error) {
-		task, err := taskPhase(ctx, ns, "typo")
-		if err != nil {
-			return false, err
-		}
-		if task.Status.Phase != v1.PhaseSucceeded {
-			c := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionAdmitted)
-			return false, fmt.Errorf("phase %s, Admitted %+v, jobs %s", task.Status.Phase, c, describeJobs(taskJobs(t, ns, "typo")))
-		}
-		return true, nil
-	})
+	waitSucceeded(t, ns, "typo", "the run started in the corrected queue and succeeded")
 }
 
 // TestQueueNameChangedWhileWaitingMovesTheRun: a run waiting in a full queue moves to the queue
@@ -53,41 +43,11 @@ func TestQueueNameChangedWhileWaitingMovesTheRun(t *testing.T) {
 	ns := setUp(t)
 	queue := newQueue(t, ns, quota(1), "Never")
 	defer blocker(t, ns, queue)()
-	apply(t, fmt.Sprintf(`
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: %[1]s-other}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "1"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: other, namespace: %[1]s}
-spec: {clusterQueue: %[1]s-other}
-`, ns))
-	t.Cleanup(func() {
-		_ = dyn.Resource(testenv.KueueResource("clusterqueues")).Delete(context.Background(), ns+"-other", metav1.DeleteOptions{})
-	})
+	other := newNamedQueue(t, ns, "other", quota(1), "Never")
 	create(t, queuedTask(ns, "mv", queue, "", "1"))
 	waitQueued(t, ns, "mv")
-	patchTask(t, ns, "mv", `{"spec":{"queueName":"other"}}`)
-	testenv.Eventually(t, time.Minute, "the run moved to queue other and succeeded", func(ctx context.Context) (bool, error) {
-		task, err := taskPhase(ctx, ns, "mv")
-		if err != nil {
-			return false, err
-		}
-		if task.Status.Phase != v1.PhaseSucceeded {
-			p := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionProgressing)
-			return false, fmt.Errorf("phase %s, Progressing %+v, jobs %s", task.Status.Phase, p, describeJobs(taskJobs(t, ns, "mv")))
-		}
-		return true, nil
-	})
+	patchTask(t, ns, "mv", fmt.Sprintf(`{"spec":{"queueName":%q}}`, other))
+	waitSucceeded(t, ns, "mv", "the run moved to the other queue and succeeded")
 }
 
 // patchTask merge-patches the Task, as kubectl patch --type=merge does.
@@ -134,5 +94,22 @@ func TestAMissingPriorityClassIsNamedWhileTheRunWaits(t *testing.T) {
 		}
 		c := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionAdmitted)
 		return c != nil && strings.Contains(c.Message, "Does WorkloadPriorityClass no-such-class exist?"), fmt.Errorf("phase %s, Admitted %+v", task.Status.Phase, c)
+	})
+}
+
+// waitSucceeded waits for the Task to succeed; a failure says its phase, what Kueue said and
+// its Jobs.
+func waitSucceeded(t *testing.T, ns, name, what string) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, what, func(ctx context.Context) (bool, error) {
+		task, err := taskPhase(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		if task.Status.Phase != v1.PhaseSucceeded {
+			c := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionAdmitted)
+			return false, fmt.Errorf("phase %s, Admitted %+v, jobs %s", task.Status.Phase, c, describeJobs(taskJobs(t, ns, name)))
+		}
+		return true, nil
 	})
 }
