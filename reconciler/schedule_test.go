@@ -58,9 +58,9 @@ func TestDueRun(t *testing.T) {
 			want: due{Latest: base.Add(time.Hour), Next: base.Add(25 * time.Hour)},
 		},
 		{
-			name: "never matching schedule", cron: "0 0 30 2 *",
+			name: "a leap day, years ahead", cron: "0 0 29 2 *",
 			after: base, now: base.Add(time.Hour),
-			want: due{},
+			want: due{Next: time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC)},
 		},
 		{
 			name: "a year of seconds away", cron: "@every 1s",
