@@ -99,9 +99,8 @@ func runRequestCommand(ctx context.Context, c *clients, name string, kind reques
 	}
 	if kind == cancelRequest {
 		at = cancelRequestTime(task, at)
-		if honoured := timeOf(task.Status.CancelRequest); !at.After(honoured) {
-			return fmt.Errorf("task %q in namespace %q: a cancel requested at %s is not later than the cancel of %s the operator honoured, so it would be ignored (if this machine's clock is behind the operator's, ask again after %s)",
-				name, c.namespace, at.Format(time.RFC3339), honoured.Format(time.RFC3339), honoured.Format(time.RFC3339))
+		if err := refuseIgnoredCancel(task, at, c.namespace); err != nil {
+			return err
 		}
 	}
 	key := taskv1.AnnotationRunRequested
@@ -246,6 +245,17 @@ func refuseAnswered(task *taskv1.Task, at time.Time, namespace string) error {
 	}
 	return fmt.Errorf("task %q in namespace %q: a run requested at %s is answered already by the run of %s: it would start nothing%s (if this machine's clock is behind the operator's, ask again after %s)",
 		task.Name, namespace, at.Format(time.RFC3339), answered.Format(time.RFC3339), pending, answered.Format(time.RFC3339))
+}
+
+// refuseIgnoredCancel says why a cancel at is not sent: the operator applies only a cancel
+// later than status.cancelRequest (a clock behind the operator's sends an earlier one).
+func refuseIgnoredCancel(task *taskv1.Task, at time.Time, namespace string) error {
+	honoured := timeOf(task.Status.CancelRequest)
+	if at.After(honoured) {
+		return nil
+	}
+	return fmt.Errorf("task %q in namespace %q: a cancel requested at %s is not later than the cancel of %s the operator honoured, so it would be ignored (if this machine's clock is behind the operator's, ask again after %s)",
+		task.Name, namespace, at.Format(time.RFC3339), honoured.Format(time.RFC3339), honoured.Format(time.RFC3339))
 }
 
 // answeredThrough is the latest request time the operator takes as answered: status.runRequest,

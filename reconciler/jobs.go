@@ -18,16 +18,13 @@ import (
 // syncSuspend makes each active Job's spec.suspend follow the Task's.
 func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.suspend {
-		job := s.cached[o.Name]
-		if job == nil {
-			continue
+		found, err := r.patchCachedJob(ctx, s, o.Name, func(job *batchv1.Job) { job.Spec.Suspend = &s.task.Spec.Suspend })
+		if err != nil {
+			return fmt.Errorf("set suspend=%t on job %s: %w", s.task.Spec.Suspend, o.Name, err)
 		}
-		patch := client.MergeFrom(job.DeepCopy())
-		job.Spec.Suspend = &s.task.Spec.Suspend
-		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("set suspend=%t on job %s: %w", s.task.Spec.Suspend, job.Name, err)
+		if found {
+			s.changed(jobChange{name: o.Name, suspended: new(s.task.Spec.Suspend)})
 		}
-		s.changed(jobChange{name: o.Name, suspended: new(s.task.Spec.Suspend)})
 	}
 	return nil
 }
@@ -36,17 +33,26 @@ func (r *Reconciler) syncSuspend(ctx context.Context, s *scope) error {
 // names, by their queue label.
 func (r *Reconciler) requeueWaiting(ctx context.Context, s *scope) error {
 	for _, o := range s.plan.requeue {
-		job := s.cached[o.Name]
-		if job == nil {
-			continue
-		}
-		patch := client.MergeFrom(job.DeepCopy())
-		job.Labels[kueueQueueLabel] = s.task.Spec.QueueName
-		if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("move job %s to LocalQueue %s: %w", job.Name, s.task.Spec.QueueName, err)
+		if _, err := r.patchCachedJob(ctx, s, o.Name, func(job *batchv1.Job) { job.Labels[kueueQueueLabel] = s.task.Spec.QueueName }); err != nil {
+			return fmt.Errorf("move job %s to LocalQueue %s: %w", o.Name, s.task.Spec.QueueName, err)
 		}
 	}
 	return nil
+}
+
+// patchCachedJob changes the cached Job name by mutate and sends the change as a merge patch;
+// found is false when the cache has no such Job. A Job deleted meanwhile is no error.
+func (r *Reconciler) patchCachedJob(ctx context.Context, s *scope, name string, mutate func(*batchv1.Job)) (found bool, err error) {
+	job := s.cached[name]
+	if job == nil {
+		return false, nil
+	}
+	patch := client.MergeFrom(job.DeepCopy())
+	mutate(job)
+	if err := r.client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
+		return true, err
+	}
+	return true, nil
 }
 
 // replaceActive deletes the active Jobs a new run replaces (concurrency policy Replace). Their
