@@ -202,7 +202,7 @@ func runRequestPending(task *taskv1.Task) bool {
 // taken as made now on a clock a little ahead (or a second ahead by the plugin's own stamping).
 // A request further ahead was set by hand for then: the operator waits for its time, and a
 // request made now is not put after it.
-const maxClockSkew = time.Minute
+const maxClockSkew = taskv1.RequestClockSkew
 
 // cancelRequestTime is the time a cancel made at now is sent with: now, or one second after a
 // pending run request of this second or a little later (a run asked for one second after an

@@ -62,6 +62,10 @@ type analysis struct {
 	// Allow lets runs overlap) whose failure is newer than the current run's outcome and whose
 	// finalizer is held until the stored status tells it (see failureTold); nil if none.
 	supersededFailure *observedJob
+	// laterFailure is the stored record's run when the stored lastError tells of a failure
+	// after that run's success: a superseded run's, told once while its Job was held and kept
+	// since (recordOutcome). That success is not the latest outcome; nil otherwise.
+	laterFailure *runID
 
 	// requests are the run and cancel requests (annotations) and which are pending;
 	// recRequested says rec's run was started for a run request (not for a schedule time).
@@ -109,6 +113,9 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 		a.supersededFailure = f
 		a.lastError = f.failure()
 	}
+	if stored != nil && stored.outcome == v1.RunSucceeded && task.Status.LastError != "" {
+		a.laterFailure = &stored.run
+	}
 	a.requests = readRequests(task, a.rec, now)
 	a.recRequested = requestedRecord(task, a.rec, jobs)
 	// A requested run's time is no schedule time: lastScheduleTime, and with it where the
@@ -138,7 +145,9 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 
 // recordOutcome takes in how r ended. A newly failed attempt decides now whether, and when, a
 // retry follows; lastError says why the latest finished attempt failed, and a success clears
-// it. A failure already stored keeps the message and the retry time stored with it.
+// it when it is recorded. A failure already stored keeps the message and the retry time stored
+// with it, and so does a success already stored: a lastError written after it tells of an
+// earlier run that failed later (policy Allow; see storedLaterFailure).
 //
 // An attempt policy Replace cut short is not a failure worth reporting (lastError stays), but it
 // did not finish its run either, so its retry is decided like that of any attempt deleted before
@@ -149,7 +158,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 func (a *analysis) recordOutcome(task *v1.Task, stored, r *runRecord, jobs []observedJob) {
 	switch {
 	case r == nil:
-	case r.outcome == v1.RunSucceeded:
+	case r.outcome == v1.RunSucceeded && newlyFinished(stored, r):
 		a.lastError = ""
 	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
 		j := findJob(jobs, r.job.Name)

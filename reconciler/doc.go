@@ -82,6 +82,11 @@
 //     Failed with no retry. A retry due is dropped the same way. Once nothing of the current
 //     run is left unmarked, cancelRequest = R is recorded. It drops a pending run request
 //     earlier than it; one of the same second stands (the plugin never writes two such).
+//   - A request later than the operator's clock is pending from its time, and the Task is
+//     looked at again then (a hanging run's Job sends no event that would do it). A cancel at
+//     most v1.RequestClockSkew ahead already drops an earlier pending run request: the plugin
+//     stamps a cancel made in a run request's second one second after it, and that run must
+//     not start and be stopped a moment later.
 //
 // Limits, by design:
 //

@@ -24,8 +24,8 @@ type plan struct {
 	cancel   []observedJob
 	cancelAt time.Time
 	// requested says create is a run (or a retry of a run) started for a run request; its Job
-	// carries the request (v1.AnnotationRunRequested). requestAt is a run request the clock
-	// has not reached yet: look again then.
+	// carries the request (v1.AnnotationRunRequested). requestAt is when a run or cancel request
+	// the clock has not reached yet becomes pending: look again then.
 	requested bool
 	requestAt time.Time
 	// prune are finished Jobs past the history limits.
@@ -59,7 +59,7 @@ func planRuns(task *v1.Task, a analysis, jobs []observedJob, now time.Time) plan
 	}
 	p.prune = historyToPrune(task, a, jobs, p.release)
 	p.cancel, p.cancelAt = cancelTargets(a), a.requests.cancel
-	p.requestAt = a.requests.runAt
+	p.requestAt = a.requests.lookAgainAt()
 	if a.invalid != nil || task.Spec.Suspend {
 		return p
 	}

@@ -484,6 +484,49 @@ func TestSupersededRunFailureIsReported(t *testing.T) {
 	}
 }
 
+// TestSupersededFailureAfterTheLatestSuccessStaysReported: with policy Allow the run for 120s
+// succeeds at 130s while the run for 60s still runs; that run fails at 140s. Its failure is the
+// newest outcome: lastError and the Failed condition tell it once stored, after its Job is
+// released (nothing but the stored status tells it then), and while the next run is active;
+// the next run's success clears them.
+func TestSupersededFailureAfterTheLatestSuccessStaysReported(t *testing.T) {
+	task := newTask(scheduled(v1.AllowConcurrent), maxRetries(0))
+	jobs := []observedJob{schedJob(60, 1, jobActive, 0), schedJob(120, 1, jobSucceeded, 130)}
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(130)))
+	if task.Status.CurrentRun == nil || task.Status.CurrentRun.Outcome != v1.RunSucceeded {
+		t.Fatalf("current run %+v, want the run for 120s succeeded", task.Status.CurrentRun)
+	}
+	jobs[0].State, jobs[0].Finished, jobs[0].Reason = jobFailed, at(140), "BackoffLimitExceeded"
+	failure := jobs[0].failure()
+	reported := func(when string, st v1.TaskStatus, wantError string, want metav1.ConditionStatus) {
+		t.Helper()
+		c := meta.FindStatusCondition(st.Conditions, v1.ConditionFailed)
+		if st.LastError != wantError || c == nil || c.Status != want {
+			t.Errorf("%s: lastError %q, Failed %+v; want %q and %s", when, st.LastError, c, wantError, want)
+		}
+	}
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(141)))
+	reported("told while its Job is held", task.Status, failure, metav1.ConditionTrue)
+
+	jobs[0].Protected = false // released once stored
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(142)))
+	reported("after its Job's release", task.Status, failure, metav1.ConditionTrue)
+	if c := meta.FindStatusCondition(task.Status.Conditions, v1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("after its Job's release: Ready %+v, want False", c)
+	}
+	jobs = jobs[1:] // and deleted by the history limits
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(150)))
+	reported("after its Job is gone", task.Status, failure, metav1.ConditionTrue)
+
+	jobs = append(jobs, schedJob(180, 1, jobActive, 0))
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(181)))
+	reported("while the next run is active", task.Status, failure, metav1.ConditionTrue)
+
+	jobs[1].State, jobs[1].Finished = jobSucceeded, at(190)
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(191)))
+	reported("after the next run succeeded", task.Status, "", metav1.ConditionFalse)
+}
+
 func jobNames(jobs []observedJob) []string {
 	var out []string
 	for _, j := range jobs {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -804,5 +805,48 @@ func TestReplacedRunRetriesWhenTheScheduleIsRemoved(t *testing.T) {
 	e.reconcile(t)
 	if st := e.task(t).Status; st.Phase != v1.PhaseSucceeded || st.Attempts != 2 {
 		t.Errorf("after the retry succeeded: %s attempts %d", st.Phase, st.Attempts)
+	}
+}
+
+// TestAPrunedSucceededJobKeepsItsFinishTimeWhileTheCacheLags: a succeeded Job deleted by the
+// history limit, read again from a cache that does not show the deletion yet, still finished
+// when it finished: lastSuccessfulTime does not move to a time when nothing succeeded.
+func TestAPrunedSucceededJobKeepsItsFinishTimeWhileTheCacheLags(t *testing.T) {
+	e := newFakeEnv(t, newTask(scheduled(v1.AllowConcurrent), func(t *v1.Task) {
+		t.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
+	}))
+	var stale *batchv1.JobList
+	e.r.client = interceptor.NewClient(e.r.client.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if jobs, ok := list.(*batchv1.JobList); ok && stale != nil {
+				stale.DeepCopyInto(jobs)
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	first, second := jobName("t", runID{Scheduled: at(60), Attempt: 1}), jobName("t", runID{Scheduled: at(120), Attempt: 1})
+	e.reconcile(t)
+	e.clock.SetTime(at(60))
+	e.reconcile(t)
+	e.clock.SetTime(at(70))
+	e.finishJob(t, first, batchv1.JobComplete, "")
+	e.reconcile(t)
+	e.clock.SetTime(at(120))
+	e.reconcile(t)
+	e.clock.SetTime(at(130))
+	e.finishJob(t, second, batchv1.JobComplete, "")
+	stale = &batchv1.JobList{} // the cache as it was before the reconcile that prunes the first
+	if err := e.c.List(t.Context(), stale); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if names := e.jobNames(t); slices.Contains(names, first) {
+		t.Fatalf("Jobs %v: %s was not pruned", names, first)
+	}
+	e.clock.SetTime(at(150))
+	e.reconcile(t)
+	if got := e.task(t).Status.LastSuccessfulTime; got == nil || !got.Time.Equal(at(130)) {
+		t.Errorf("lastSuccessfulTime %v on a cache that lags, want %v: nothing succeeded since", got, at(130))
 	}
 }

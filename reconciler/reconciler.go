@@ -154,7 +154,12 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *scope) (bool, error) {
 	for name, job := range s.cached {
 		o := observeJob(s.task.Name, job)
 		if cache.deleting[name] && !o.Deleting {
-			o.Deleting, o.Finished = true, s.now
+			// Deleted by this operator, which the cache does not show yet: an active Job ends
+			// now, a finished one (pruned by the history limits) keeps when it finished.
+			o.Deleting = true
+			if !o.State.finished() {
+				o.Finished = s.now
+			}
 		}
 		s.jobs = append(s.jobs, o)
 	}

@@ -20,8 +20,14 @@ type requests struct {
 	run time.Time
 	// runAt is a run request later than the operator's clock: it becomes pending then.
 	runAt time.Time
-	// cancel is the pending cancel request; zero if none.
-	cancel time.Time
+	// cancel is the pending cancel request; zero if none. cancelAt is one later than the
+	// operator's clock: it becomes pending then. cancelAhead is cancelAt when it is at most
+	// v1.RequestClockSkew ahead: made now on a clock a little ahead, or stamped by the plugin a
+	// second after a run request of this second, so it already drops an earlier run request
+	// (cancelledByRequest), which would otherwise start and be cancelled a moment later.
+	cancel      time.Time
+	cancelAt    time.Time
+	cancelAhead time.Time
 	// invalid are the annotations whose value is not an RFC 3339 time: each is ignored.
 	invalid []error
 }
@@ -31,6 +37,7 @@ type requests struct {
 // run started for it and by any run of a later time (a schedule time at or after it): rec's time
 // not before it. A request later than now waits until then (clock skew between the client that
 // set it and the operator is at most a few seconds; a time set by hand far ahead means "then").
+// The operator looks again when such a request becomes pending (plan.requestAt).
 func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	var q requests
 	run, err := requestTime(task, v1.AnnotationRunRequested)
@@ -48,8 +55,15 @@ func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	if err != nil {
 		q.invalid = append(q.invalid, err)
 	}
-	if cancel.After(timeOf(task.Status.CancelRequest)) && !cancel.After(now) {
+	switch {
+	case !cancel.After(timeOf(task.Status.CancelRequest)):
+	case !cancel.After(now):
 		q.cancel = cancel
+	default:
+		q.cancelAt = cancel
+		if !cancel.After(now.Add(v1.RequestClockSkew)) {
+			q.cancelAhead = cancel
+		}
 	}
 	return q
 }
@@ -72,12 +86,25 @@ func requestTime(task *v1.Task, key string) (time.Time, error) {
 	return t.UTC().Truncate(time.Second), nil
 }
 
-// cancelledByRequest says the pending run request was made before the pending cancel request:
-// the cancel applies to it too, so it starts no run (it is recorded as honoured). Requests of
-// the same second cannot be ordered; the run stands (the plugin stamps a request one second
-// after a pending request of the other kind, so that its own are never of the same second).
+// cancelledByRequest says the pending run request was made before the pending cancel request,
+// or before one at most v1.RequestClockSkew ahead: the cancel applies to it too, so it starts no
+// run (it is recorded as honoured). Requests of the same second cannot be ordered; the run
+// stands (the plugin stamps a request one second after a pending request of the other kind, so
+// that its own are never of the same second).
 func (q requests) cancelledByRequest() bool {
-	return !q.run.IsZero() && !q.cancel.IsZero() && q.cancel.After(q.run)
+	return !q.run.IsZero() && (q.cancel.After(q.run) || q.cancelAhead.After(q.run))
+}
+
+// lookAgainAt is when a request later than the operator's clock becomes pending: the earlier
+// of the two; zero if neither waits.
+func (q requests) lookAgainAt() time.Time {
+	switch {
+	case q.runAt.IsZero():
+		return q.cancelAt
+	case q.cancelAt.IsZero() || q.runAt.Before(q.cancelAt):
+		return q.runAt
+	}
+	return q.cancelAt
 }
 
 // requestedRecord says rec's run was started for a run request. The Job's annotation says so

@@ -18,7 +18,13 @@ import (
 // requestNow sets request annotation key on the Task to the current second and returns it.
 func (e *env) requestNow(name, key string) time.Time {
 	e.t.Helper()
-	at := time.Now().UTC().Truncate(time.Second)
+	return e.requestAt(name, key, time.Now())
+}
+
+// requestAt sets request annotation key on the Task to the second of at and returns it.
+func (e *env) requestAt(name, key string, at time.Time) time.Time {
+	e.t.Helper()
+	at = at.UTC().Truncate(time.Second)
 	e.update(name, func(t *v1.Task) {
 		if t.Annotations == nil {
 			t.Annotations = map[string]string{}
@@ -127,5 +133,22 @@ func TestCancelOfAHangingRun(t *testing.T) {
 	}
 	if reasons := e.eventReasons(got); !slices.Contains(reasons, v1.EventRunCancelled) {
 		t.Errorf("no %s Event: %v", v1.EventRunCancelled, reasons)
+	}
+}
+
+// TestACancelAheadOfTheOperatorsClockStopsTheRunAtItsTime: a cancel stamped a few seconds ahead
+// (the client's clock runs ahead of the operator's) stops a hanging run once its time comes,
+// though the run's Job sends no event that would bring the Task back.
+func TestACancelAheadOfTheOperatorsClockStopsTheRunAtItsTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	task := e.create(e.task("ahead", withLabels(testenv.OutcomeLabel, testenv.OutcomeHang), withRetries(2)))
+	e.waitPhase(task.Name, v1.PhaseRunning)
+	at := e.requestAt(task.Name, v1.AnnotationCancelRequested, time.Now().Add(3*time.Second))
+	got := e.waitStatus(task.Name, "the cancel ahead recorded and its attempt judged", func(t *v1.Task) bool {
+		return t.Status.CancelRequest != nil && t.Status.Phase == v1.PhaseFailed
+	})
+	if want := "cancelled at " + at.Format(time.RFC3339) + " by request"; got.Status.LastError != want || !got.Status.CancelRequest.Time.Equal(at) {
+		t.Errorf("after the cancel: %s cancelRequest %v; want lastError %q", describe(got), got.Status.CancelRequest, want)
 	}
 }

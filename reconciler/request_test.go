@@ -279,6 +279,56 @@ func TestACancelAtOrAfterAPendingRequestDropsIt(t *testing.T) {
 	}
 }
 
+// TestACancelAheadOfTheClockIsCarriedOutWhenItsTimeComes: a cancel stamped a few seconds
+// ahead of the operator's clock (the client's clock runs ahead) is not pending yet, but the
+// operator looks again at its time, when it stops the run: a hanging run sends no event that
+// would bring the Task back.
+func TestACancelAheadOfTheClockIsCarriedOutWhenItsTimeComes(t *testing.T) {
+	s := &sim{t: t, task: newTask()}
+	s.step(at(1))
+	request(v1.AnnotationCancelRequested, at(7))(s.task)
+	if p := s.step(at(5)); len(p.cancel) != 0 || !p.requestAt.Equal(at(7)) {
+		t.Fatalf("at 5s a cancel for 7s deletes %v and looks again at %v; want nothing yet and a look at 7s", jobNames(p.cancel), p.requestAt)
+	}
+	if p := s.step(at(7)); len(p.cancel) != 1 || !p.requestAt.IsZero() {
+		t.Fatalf("at 7s the cancel deletes %v and looks again at %v; want the run's Job deleted", jobNames(p.cancel), p.requestAt)
+	}
+}
+
+// TestACancelJustAheadDropsAnEarlierRunRequestAtOnce: `kubectl task rerun` then `cancel` in the
+// same second send the cancel one second after the run request, ahead of the operator's clock.
+// The run the cancel drops never starts; a cancel set by hand further ahead than
+// v1.RequestClockSkew means "then" and leaves a run request made now alone.
+func TestACancelJustAheadDropsAnEarlierRunRequestAtOnce(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)})
+	for _, tc := range []struct {
+		name    string
+		cancel  time.Time
+		dropped bool
+	}{
+		{"one second after the request", at(61), true},
+		{"a minute ahead", at(60).Add(v1.RequestClockSkew), true},
+		{"further ahead than a minute", at(61).Add(v1.RequestClockSkew), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &sim{t: t, task: newTask(done, request(v1.AnnotationRunRequested, at(60)), request(v1.AnnotationCancelRequested, tc.cancel))}
+			p := s.step(at(60))
+			if started := p.create != nil; started == tc.dropped {
+				t.Fatalf("at 60s the run request started %s; want it dropped: %v", created(p), tc.dropped)
+			}
+			if !p.requestAt.Equal(tc.cancel) {
+				t.Errorf("looks again at %v, want at the cancel's time %v", p.requestAt, tc.cancel)
+			}
+			if tc.dropped && !timeOf(s.task.Status.RunRequest).Equal(at(60)) {
+				t.Errorf("runRequest %v: the dropped request is recorded as honoured", s.task.Status.RunRequest)
+			}
+			if p := s.step(tc.cancel); p.create != nil || !timeOf(s.task.Status.CancelRequest).Equal(tc.cancel) {
+				t.Errorf("at the cancel's time: started %s, cancelRequest %v", created(p), s.task.Status.CancelRequest)
+			}
+		})
+	}
+}
+
 func TestRequestAnnotations(t *testing.T) {
 	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50), RunRequest: mtime(40)})
 	tests := []struct {

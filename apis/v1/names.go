@@ -3,6 +3,7 @@ package v1
 import (
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -121,3 +122,11 @@ func NameHash(name string) string {
 	_, _ = h.Write([]byte(name))
 	return fmt.Sprintf("%08x", h.Sum32())
 }
+
+// RequestClockSkew is how far ahead of the operator's clock a request's time may be and still
+// be one made now on a clock a little ahead (or stamped a second after another request by the
+// plugin, which orders a run request and a cancel made in the same second that way). A request
+// further ahead was set by hand for then. Both the operator and `kubectl task` read it: a cancel
+// this close ahead drops a pending run request earlier than it at once, and the plugin puts a
+// request made now after a pending one this close ahead.
+const RequestClockSkew = time.Minute
