@@ -152,10 +152,11 @@ func unpackPreserved(value string) ([]byte, error) {
 }
 
 // decodePreserved reads the annotation's value. ok is false for a value of another layout (an
-// older release's), which is ignored; a damaged value is an error naming the annotation.
+// older release's), which is ignored; a damaged value is an error naming the annotation and what
+// to do: a write without it keeps the fields it carries (the mutating webhook decides them).
 func decodePreserved(value string) (p *preserved, ok bool, err error) {
 	fail := func(err error) (*preserved, bool, error) {
-		return nil, false, fmt.Errorf("metadata.annotations[%s]: %w", PreservedAnnotation, err)
+		return nil, false, fmt.Errorf("metadata.annotations[%s]: %w (the converter writes this annotation for reads at old versions: leave it out of a write, and the server keeps the fields it carries)", PreservedAnnotation, err)
 	}
 	raw, err := unpackPreserved(value)
 	if err != nil {

@@ -56,14 +56,16 @@ type spokeObject[T any] interface {
 }
 
 // newSpoke builds the spoke of a version from its typed mapping functions.
-func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P), up func(P, *taskv1.Task), rules spokeRules) spoke {
+func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P), up func(P, *taskv1.Task) error, rules spokeRules) spoke {
 	toHub := func(s P) (body, *taskv1.Task, error) {
 		b, err := toBody(s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode %s Task: %w", version, err)
 		}
 		hub := &taskv1.Task{}
-		up(s, hub)
+		if err := up(s, hub); err != nil {
+			return nil, nil, err
+		}
 		return b, hub, nil
 	}
 	return spoke{

@@ -1,6 +1,10 @@
 package conversion
 
 import (
+	"math"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 )
@@ -47,8 +51,13 @@ var v1alpha1Types = []struct {
 }
 
 // v1alpha1ToV1 says at v1 what a v1alpha1 object says, and nothing more: no defaults, no hidden
-// fields.
-func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
+// fields. A retry count v1 cannot say is refused: the schema's bounds on it come too late, as
+// the apiserver converts a write for the admission webhooks before it validates it.
+func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) error {
+	if n := src.Status.RetryCount; n < 0 || n == math.MaxInt32 {
+		return field.Invalid(field.NewPath("status", "retryCount"), n,
+			"must be from 0 to 2147483646: it counts the attempts after the first, and v1's status.attempts counts them all in an int32")
+	}
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(src.Spec.Type)},
 		Parallelism: src.Spec.Replicas,
@@ -79,6 +88,7 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) {
 	if st.RetryCount > 0 || st.LastJobName != "" {
 		dst.Status.Attempts = st.RetryCount + 1
 	}
+	return nil
 }
 
 func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {

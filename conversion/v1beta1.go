@@ -48,7 +48,7 @@ var v1beta1Fields = []FieldMapping{
 }
 
 // v1beta1ToV1 says at v1 what a v1beta1 object says, and nothing more.
-func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
+func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) error {
 	spec := src.Spec
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(spec.Runner.Type)},
@@ -82,6 +82,7 @@ func v1beta1ToV1(src *v1beta1.Task, dst *taskv1.Task) {
 	if st.LastJobName != "" {
 		dst.Status.LastJob = &taskv1.JobReference{Name: st.LastJobName}
 	}
+	return nil
 }
 
 func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {

@@ -46,11 +46,16 @@ type TaskSpec struct {
 
 // TaskStatus is the original status: a state string and counters.
 type TaskStatus struct {
+	// State takes v1's status.phase values: a status write at this version is held to them.
 	// +optional
+	// +kubebuilder:validation:Enum=Pending;Queued;Running;Retrying;Scheduled;Suspended;Succeeded;Failed
 	State string `json:"state,omitempty"`
 	// +optional
 	LastJobName string `json:"lastJobName,omitempty"`
+	// RetryCount is v1's status.attempts less one, so at most one less than int32 holds.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483646
 	RetryCount int32 `json:"retryCount,omitempty"`
 	// +optional
 	LastError string `json:"lastError,omitempty"`

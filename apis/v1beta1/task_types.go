@@ -97,13 +97,16 @@ type TaskSpec struct {
 type TaskStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase takes v1's status.phase values: a status write at this version is held to them.
 	// +optional
+	// +kubebuilder:validation:Enum=Pending;Queued;Running;Retrying;Scheduled;Suspended;Succeeded;Failed
 	Phase string `json:"phase,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Attempts int32 `json:"attempts,omitempty"`
 	// +optional
 	LastJobName string `json:"lastJobName,omitempty"`
