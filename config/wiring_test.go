@@ -19,6 +19,8 @@ import (
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"example.com/task-operator/versions"
 )
 
 // checkWiring holds for any rendering of the install, whatever its names and namespace: the
@@ -100,7 +102,7 @@ func checkWiring(t *testing.T, objs rendered) {
 			}
 		}
 	}
-	may := func(resource, name, namespace string) bool {
+	may := func(resource, verb, name, namespace string) bool {
 		var rules []rbacv1.PolicyRule
 		for _, o := range objs.ofKind("ClusterRole") {
 			if bound["ClusterRole/"+o.Metadata.Name] {
@@ -113,21 +115,24 @@ func checkWiring(t *testing.T, objs rendered) {
 			}
 		}
 		for _, r := range rules {
-			if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, "update") &&
+			if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
 				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, w := range []struct{ resource, name, namespace string }{
-		{"mutatingwebhookconfigurations", names["MutatingWebhookConfiguration"], ""},
-		{"validatingwebhookconfigurations", names["ValidatingWebhookConfiguration"], ""},
-		{"customresourcedefinitions", crdName, ""},
-		{"secrets", secret, ns},
+	for _, w := range []struct{ resource, verb, name, namespace string }{
+		{"mutatingwebhookconfigurations", "update", names["MutatingWebhookConfiguration"], ""},
+		{"validatingwebhookconfigurations", "update", names["ValidatingWebhookConfiguration"], ""},
+		{"customresourcedefinitions", "update", crdName, ""},
+		{"secrets", "update", secret, ns},
+		// The record of writers per version, which `versions status` and retire read; its name
+		// is fixed in the operator.
+		{"configmaps", "patch", versions.UsageConfigMap, ns},
 	} {
-		if !may(w.resource, w.name, w.namespace) {
-			t.Errorf("the manager (ServiceAccount %s/%s) may not update %s %q: the CA cannot be injected or the certificate stored", ns, sa, w.resource, w.name)
+		if !may(w.resource, w.verb, w.name, w.namespace) {
+			t.Errorf("the manager (ServiceAccount %s/%s) may not %s %s %q: the CA cannot be injected, the certificate or the record of writers stored", ns, sa, w.verb, w.resource, w.name)
 		}
 	}
 }
