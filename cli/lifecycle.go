@@ -54,6 +54,9 @@ Progress and the summary go to stderr.`,
   kubectl task migrate --checkpoint /tmp/tasks-migrate.json --qps 50 --concurrency 4`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.CheckFlags(); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
 			cfg, err := o.restConfig()
 			if err != nil {
 				return err

@@ -23,6 +23,7 @@ package migrate
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -108,4 +109,21 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.CRDName, "crd-name", DefaultCRDName, "name of the Task CustomResourceDefinition")
 	fs.BoolVar(&o.Force, "force", false, "rewrite the Tasks even if storedVersions is already [v1]")
 	return o
+}
+
+// CheckFlags refuses values BindFlags's flags do not take, naming the flag: where Run reads a
+// zero as "the default" (a library caller's unset field), a command line that says 0 or less
+// asked for something Run would not do.
+func (o Options) CheckFlags() error {
+	switch {
+	case o.PageSize < 1:
+		return fmt.Errorf("--page-size must be at least 1, not %d", o.PageSize)
+	case o.Concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, not %d", o.Concurrency)
+	case o.QPS < 0:
+		return fmt.Errorf("--qps must be 0 (unlimited) or more, not %g", o.QPS)
+	case o.ProgressInterval <= 0:
+		return fmt.Errorf("--progress-interval must be positive, not %s", o.ProgressInterval)
+	}
+	return nil
 }

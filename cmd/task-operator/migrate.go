@@ -26,6 +26,9 @@ the summary go to stderr.`,
   task-operator migrate --checkpoint /tmp/tasks-migrate.json --qps 50 --concurrency 4`,
 		Args: noArgs("", ""),
 		RunE: func(*cobra.Command, []string) error {
+			if err := opts.CheckFlags(); err != nil {
+				return prefixed("migrate", err)
+			}
 			cfg, err := restConfig("migrate")
 			if err != nil {
 				return err
