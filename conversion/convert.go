@@ -170,10 +170,10 @@ func (s spoke) preserve(raw, spokeBody body, typedBaseline *taskv1.Task) (*prese
 func (s spoke) toHub(obj map[string]any, sent []byte) (map[string]any, error) {
 	pure, canonical, err := s.up(bodyOf(obj), sent)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+		return nil, invalidObject(obj, err)
 	}
 	if err := s.checkExplicitZeros(bodyOf(obj), canonical); err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+		return nil, invalidObject(obj, err)
 	}
 	meta, err := metadataWithout(obj)
 	if err != nil {
@@ -181,7 +181,7 @@ func (s spoke) toHub(obj map[string]any, sent []byte) (map[string]any, error) {
 	}
 	p, err := preservedOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
+		return nil, invalidObject(obj, err)
 	}
 	var result body
 	if p == nil {
@@ -193,4 +193,9 @@ func (s spoke) toHub(obj map[string]any, sent []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: %w", nameOf(obj), err)
 	}
 	return assemble(hubVersion, meta, result), nil
+}
+
+// invalidObject is err, a refusal of what obj says, naming obj.
+func invalidObject(obj map[string]any, err error) error {
+	return &InvalidObjectError{fmt.Errorf("%s: %w", nameOf(obj), err)}
 }

@@ -78,6 +78,8 @@ func (convertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil && (rv.uid == "" || rv.notAConversionReview):
 		result = "malformed"
+	case conversion.IsInvalidObject(err):
+		result = "invalid" // a client's write the converter refuses: not an outage
 	case err != nil:
 		result = "failure"
 	}
@@ -295,7 +297,11 @@ func (o *reviewResponder) convert(rv reviewHeader, sent sentObject) error {
 	}
 	convertObjectDuration.WithLabelValues(from, to).Observe(time.Since(began).Seconds())
 	if err != nil {
-		convertObjectsTotal.WithLabelValues(from, to, "failure").Inc()
+		result := "failure"
+		if conversion.IsInvalidObject(err) {
+			result = "invalid"
+		}
+		convertObjectsTotal.WithLabelValues(from, to, result).Inc()
 		return err
 	}
 	convertObjectsTotal.WithLabelValues(from, to, "success").Inc()

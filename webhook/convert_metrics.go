@@ -12,7 +12,7 @@ import (
 var (
 	convertRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskoperator_conversion_requests_total",
-		Help: "ConversionReview requests served, by desired version and result (success, failure, malformed).",
+		Help: "ConversionReview requests served, by desired version and result (success; invalid: an object the converter refuses, a client's bad write; failure; malformed).",
 	}, []string{"to", "result"})
 
 	convertRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -23,7 +23,7 @@ var (
 
 	convertObjectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskoperator_conversion_objects_total",
-		Help: "Objects converted, by source and target version and result.",
+		Help: "Objects converted, by source and target version and result (success, invalid, failure).",
 	}, []string{"from", "to", "result"})
 
 	convertObjectDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{

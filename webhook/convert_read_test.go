@@ -279,3 +279,45 @@ func TestReviewsThatAreNoTaskConversionFailNamingWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestAnObjectTheConverterRefusesIsCountedInvalidNotFailed: a client's write at an old version
+// that v1 cannot take (a zero v1alpha1 cannot tell from unset, a value its type cannot decode, a
+// damaged preserved annotation) fails the review naming the field, and is counted invalid, not
+// as a failure, which pages as a bug or an outage; an object that converts counts as a success.
+func TestAnObjectTheConverterRefusesIsCountedInvalidNotFailed(t *testing.T) {
+	review := func(obj string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"example.com/v1","objects":[` + obj + `]}}`
+	}
+	const meta = `"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"t","namespace":"ns","uid":"1"`
+	for _, tc := range []struct {
+		name, object, field, result string
+	}{
+		{"replicas 0", `{` + meta + `},"spec":{"type":"shell","shell":"x","replicas":0}}`, "spec.replicas", "invalid"},
+		{"replicas 1.5", `{` + meta + `},"spec":{"type":"shell","shell":"x","replicas":1.5}}`, "replicas", "invalid"},
+		{"a damaged annotation", `{` + meta + `,"annotations":{"task.example.com/preserved-v1-fields":"{not json"}},"spec":{"type":"shell","shell":"x"}}`, "preserved-v1-fields", "invalid"},
+		{"a Task v1 takes", `{` + meta + `},"spec":{"type":"shell","shell":"x"}}`, "", "success"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			count := func(result string) float64 {
+				return testutil.ToFloat64(convertRequestsTotal.WithLabelValues("v1", result))
+			}
+			before := map[string]float64{}
+			for _, r := range []string{"success", "invalid", "failure", "malformed"} {
+				before[r] = count(r)
+			}
+			got, _ := serveBody(t, strings.NewReader(review(tc.object)))
+			if res := got.Response.Result; (tc.field == "") != (res.Status == "Success") || !strings.Contains(res.Message, tc.field) {
+				t.Errorf("answered %s %q, want %s naming %q", res.Status, res.Message, tc.result, tc.field)
+			}
+			for r, n := range before {
+				want := 0.0
+				if r == tc.result {
+					want = 1
+				}
+				if d := count(r) - n; d != want {
+					t.Errorf("counted %v %s, want %v", d, r, want)
+				}
+			}
+		})
+	}
+}
