@@ -38,7 +38,7 @@ const (
 // the test playing cert-manager: it issues the two Certificates into their Secrets, and plays
 // the CA injector by writing the CA into every object annotated inject-ca-from. Conversion,
 // admission and metrics are then served with cert-manager's certificates.
-func (e *env) certManager() {
+func (e *env) certManager(uninstallWithoutOperator string) {
 	t := e.t
 	ctx := t.Context()
 	objects, rendered := e.renderCertManagerOverlay()
@@ -63,11 +63,12 @@ func (e *env) certManager() {
 			t.Errorf("pod %s does not serve metrics with cert-manager's certificate", p.Name)
 		}
 	}
-	tr := e.startTraffic(e.newNamespace("certmanager"))
+	ns := e.newNamespace("certmanager")
+	tr := e.startTraffic(ns)
 	time.Sleep(2 * time.Second)
 	tr.finish(t, "cert-manager overlay")
 
-	runKubectl(t, e.cp, "delete", "tasks.example.com", "--all", "--all-namespaces", "--wait", "--timeout=2m")
+	e.uninstallWithoutOperator(ns, uninstallWithoutOperator)
 	deleteRendered(t, e, rendered)
 }
 
@@ -219,6 +220,6 @@ func deleteRendered(t interface {
 	if err := os.WriteFile(path, manifests, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runKubectl(e.t, e.cp, "delete", "--wait", "--timeout=3m", "-f", path)
+	runKubectl(e.t, e.cp, "delete", "--ignore-not-found", "--wait", "--timeout=3m", "-f", path)
 	runKubectl(e.t, e.cp, "delete", "namespace", operatorNamespace, "--wait", "--timeout=3m")
 }

@@ -63,7 +63,7 @@ func TestInstallAsShipped(t *testing.T) {
 	}
 	began := time.Now()
 	e := newEnv(t)
-	blocks := testenv.READMEBlocks(t, "deploy", "upgrade", "uninstall", "troubleshooting")
+	blocks := testenv.READMEBlocks(t, "deploy", "upgrade", "uninstall", "troubleshooting", "uninstall-without-operator")
 	steps := []struct {
 		name string
 		run  func(*env)
@@ -78,7 +78,7 @@ func TestInstallAsShipped(t *testing.T) {
 		{"node drain at one replica", (*env).drainAtOneReplica},
 		{"upgrade", func(e *env) { e.upgrade(blocks["upgrade"]) }},
 		{"uninstall", func(e *env) { e.uninstall(blocks["uninstall"]) }},
-		{"cert-manager overlay", (*env).certManager},
+		{"cert-manager overlay, then uninstalled without the operator", func(e *env) { e.certManager(blocks["uninstall-without-operator"]) }},
 	}
 	for _, step := range steps {
 		ok := t.Run(step.name, func(t *testing.T) {

@@ -3,19 +3,23 @@ package install_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/testenv"
 )
 
@@ -141,4 +145,50 @@ func (e *env) drainAtOneReplica() {
 	}
 	runKubectl(t, e.cp, "-n", operatorNamespace, "scale", "deployment/"+deployment, "--replicas=2")
 	e.checkInstalled(imageV1)
+}
+
+// uninstallWithoutOperator: with a run in progress in ns (its Task and Job hold the operator's
+// finalizers) and Tasks written at v1alpha1 (managed fields at that version, which every write
+// converts to), the operator is scaled to 0; the README's commands for an operator gone remove
+// the CRD with every Task, and the Jobs and their pods go, without hanging.
+func (e *env) uninstallWithoutOperator(ns, block string) {
+	t := e.t
+	ctx := t.Context()
+	running := v1Task(ns, "running")
+	unstructured.RemoveNestedField(running.Object, "spec", "schedule")
+	running.SetLabels(map[string]string{testenv.OutcomeLabel: testenv.OutcomeHang})
+	if _, err := e.tasks("v1", ns).Create(ctx, running, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobsOf := func(ctx context.Context) ([]batchv1.Job, error) {
+		var jobs batchv1.JobList
+		err := e.c.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{taskv1.LabelTaskName})
+		return jobs.Items, err
+	}
+	e.eventually("the run's Job, held by the operator's finalizer", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		jobs, err := jobsOf(ctx)
+		return slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return slices.Contains(j.Finalizers, taskv1.FinalizerRunOutcome) }), err
+	})
+	runKubectl(t, e.cp, "-n", operatorNamespace, "scale", "deployment/"+deployment, "--replicas=0")
+	e.eventually("no manager pod", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := e.managerPods(ctx)
+		return len(pods) == 0, err
+	})
+
+	testenv.RunREADME(t, e.cp, "uninstall-without-operator", block, 4*time.Minute)
+	var crd apix.CustomResourceDefinition
+	if err := e.c.Get(ctx, client.ObjectKey{Name: crdName}, &crd); !apierrors.IsNotFound(err) {
+		t.Errorf("CRD after the commands: %v", err)
+	}
+	e.eventually("the Tasks' Jobs and their pods to be gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		jobs, err := jobsOf(ctx)
+		if err != nil || len(jobs) > 0 {
+			return false, fmt.Errorf("%d Jobs left: %v", len(jobs), err)
+		}
+		var pods corev1.PodList
+		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{"batch.kubernetes.io/job-name"}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
+	})
 }
