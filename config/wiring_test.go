@@ -161,6 +161,26 @@ func TestOuterOverlayRenames(t *testing.T) {
 	}
 }
 
+// TestOuterOverlayMovingTheCertManagerNamespaceKeepsItsNames pins the README's documented limit:
+// an outer namespace: over config/default-certmanager moves the objects, but the CA-injection
+// annotations and the certificates' DNS names keep task-operator-system. Should kustomize ever
+// carry the namespace into them, this fails, and the README's limit can go.
+func TestOuterOverlayMovingTheCertManagerNamespaceKeepsItsNames(t *testing.T) {
+	objs := render(t, writeOverlay(t, "default-certmanager", "namespace: ops\n"))
+	kept := 0
+	for _, o := range objs {
+		if v := o.Metadata.Annotations["cert-manager.io/inject-ca-from"]; strings.HasPrefix(v, "task-operator-system/") {
+			kept++
+		}
+		if o.Kind == "Certificate" && strings.Contains(string(o.raw), ".task-operator-system.svc") {
+			kept++
+		}
+	}
+	if kept == 0 {
+		t.Error("an outer namespace: now reaches the CA-injection annotations and the certificates' DNS names: drop the README's limit on moving config/default-certmanager")
+	}
+}
+
 // renderRelease renders the chart as `helm install NAME charts/task-operator -n NAMESPACE` would
 // with the given values; templates that render only comments are left out.
 func renderRelease(t *testing.T, name, ns string, values map[string]any) rendered {
