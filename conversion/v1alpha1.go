@@ -1,10 +1,6 @@
 package conversion
 
 import (
-	"math"
-
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 )
@@ -51,13 +47,8 @@ var v1alpha1Types = []struct {
 }
 
 // v1alpha1ToV1 says at v1 what a v1alpha1 object says, and nothing more: no defaults, no hidden
-// fields. A retry count v1 cannot say is refused: the schema's bounds on it come too late, as
-// the apiserver converts a write for the admission webhooks before it validates it.
+// fields.
 func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) error {
-	if n := src.Status.RetryCount; n < 0 || n == math.MaxInt32 {
-		return field.Invalid(field.NewPath("status", "retryCount"), n,
-			"must be from 0 to 2147483646: it counts the attempts after the first, and v1's status.attempts counts them all in an int32")
-	}
 	dst.Spec = taskv1.TaskSpec{
 		Runner:      taskv1.Runner{Type: taskv1.RunnerType(src.Spec.Type)},
 		Parallelism: src.Spec.Replicas,
@@ -84,8 +75,11 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) error {
 	if st.LastJobName != "" {
 		dst.Status.LastJob = &taskv1.JobReference{Name: st.LastJobName}
 	}
-	// retryCount counts retries; attempts counts runs, the first one included.
-	if st.RetryCount > 0 || st.LastJobName != "" {
+	// retryCount counts retries; attempts counts runs, the first one included. A count out of
+	// the schema's range (an earlier release took any) goes across and back unchanged, int32
+	// wrapping included, so that a write of it meets the schema's bounds, which see the object
+	// converted back, and a stored one still reads.
+	if st.RetryCount != 0 || st.LastJobName != "" {
 		dst.Status.Attempts = st.RetryCount + 1
 	}
 	return nil
@@ -121,7 +115,7 @@ func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {
 	if st.LastJob != nil {
 		dst.Status.LastJobName = st.LastJob.Name
 	}
-	if st.Attempts > 1 {
+	if st.Attempts > 1 || st.Attempts < 0 {
 		dst.Status.RetryCount = st.Attempts - 1
 	}
 }
