@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	taskv1 "example.com/task-operator/apis/v1"
 
@@ -145,9 +147,9 @@ func (r *UsageRecorder) evictOldest() {
 	r.evicted++
 }
 
-// agentOf names the write's agent: the field manager the client gave, else the manager of the
-// newest managedFields entry at the version written (the apiserver records it before
-// admission, defaulted from the user agent), else "".
+// agentOf names the write's agent, its field manager: the one the client gave in the
+// operation's options (CreateOptions, UpdateOptions, PatchOptions), else the manager whose
+// managedFields entry this write changed (writerOf), else "": unknown, never a guess.
 func agentOf(req admission.Request, version string) string {
 	var opts struct {
 		FieldManager string `json:"fieldManager"`
@@ -155,25 +157,82 @@ func agentOf(req admission.Request, version string) string {
 	if len(req.Options.Raw) > 0 && json.Unmarshal(req.Options.Raw, &opts) == nil && opts.FieldManager != "" {
 		return opts.FieldManager
 	}
+	updated, ok := managedFieldsOf(req.Object.Raw)
+	if !ok {
+		return ""
+	}
+	var old []metav1.ManagedFieldsEntry
+	if req.Operation != admissionv1.Create {
+		if old, ok = managedFieldsOf(req.OldObject.Raw); !ok {
+			return ""
+		}
+	}
+	return writerOf(old, updated, req.SubResource, version)
+}
+
+func managedFieldsOf(raw []byte) ([]metav1.ManagedFieldsEntry, bool) {
 	var obj struct {
 		Metadata struct {
 			ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(req.Object.Raw, &obj) != nil {
-		return ""
+	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil {
+		return nil, false
 	}
-	agent, newest := "", time.Time{}
-	sub := req.SubResource
-	for _, e := range obj.Metadata.ManagedFields {
-		if !strings.HasSuffix(e.APIVersion, "/"+version) || e.Subresource != sub || e.Time == nil {
+	return obj.Metadata.ManagedFields, true
+}
+
+// writerOf is the manager of the one managedFields entry, at the version and subresource
+// written, that the write changed, "" when there is not exactly one. The apiserver records a
+// write (before admission) in its manager's entry only: a new entry, a new time, or fields the
+// entry did not own. Another manager's entry can only lose fields, and the newest entry is no
+// evidence (times are whole seconds; a write that only removes another manager's fields, or
+// sets fields its manager owns already within the same second, changes no entry of its own).
+func writerOf(old, updated []metav1.ManagedFieldsEntry, subresource, version string) string {
+	writer := ""
+	for _, e := range updated {
+		if e.Subresource != subresource || !strings.HasSuffix(e.APIVersion, "/"+version) || !changedBy(e, old) {
 			continue
 		}
-		if req.Operation == admissionv1.Create || !e.Time.Time.Before(newest) {
-			agent, newest = e.Manager, e.Time.Time
+		if writer != "" && writer != e.Manager {
+			return "" // two managers' entries changed: which one wrote cannot be told
 		}
+		writer = e.Manager
 	}
-	return agent
+	return writer
+}
+
+// changedBy says whether the write recorded itself in entry e: old has no entry of the same
+// manager, operation, version and subresource, or that entry has another time, or e owns a
+// field it did not.
+func changedBy(e metav1.ManagedFieldsEntry, old []metav1.ManagedFieldsEntry) bool {
+	i := slices.IndexFunc(old, func(o metav1.ManagedFieldsEntry) bool {
+		return o.Manager == e.Manager && o.Operation == e.Operation && o.APIVersion == e.APIVersion && o.Subresource == e.Subresource
+	})
+	if i < 0 {
+		return true
+	}
+	o := old[i]
+	if (o.Time == nil) != (e.Time == nil) || (e.Time != nil && !e.Time.Equal(o.Time)) {
+		return true
+	}
+	fields, err := fieldSet(e.FieldsV1)
+	if err != nil {
+		return false
+	}
+	before, err := fieldSet(o.FieldsV1)
+	if err != nil {
+		return false
+	}
+	return !fields.Difference(before).Empty()
+}
+
+func fieldSet(f *metav1.FieldsV1) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
+	if f == nil || len(f.Raw) == 0 {
+		return s, nil
+	}
+	return s, s.FromJSON(bytes.NewReader(f.Raw))
 }
 
 // snapshot is the record as it stands, most recently seen first, and whether it changed

@@ -33,7 +33,10 @@ func usageRequest(t *testing.T, version, user, options string, managed []metav1.
 	}}
 }
 
-func TestAgentIsTheFieldManagerOrTheNewestEntryAtTheVersion(t *testing.T) {
+// The request's fieldManager names the agent; without it and without the object before the
+// write, the newest managedFields entry is no evidence of who wrote (see
+// TestAgentIsTheManagerWhoseEntryTheWriteChanged), and the agent is unknown.
+func TestAgentIsTheRequestsFieldManagerAndNeverTheNewestEntry(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
 	managed := []metav1.ManagedFieldsEntry{
@@ -47,7 +50,7 @@ func TestAgentIsTheFieldManagerOrTheNewestEntryAtTheVersion(t *testing.T) {
 		want          string
 	}{
 		{name: "the field manager of the request", options: `{"fieldManager":"legacy-applier"}`, managed: managed, want: "legacy-applier"},
-		{name: "the newest entry at the version written", options: `{}`, managed: managed, want: "kubectl-edit"},
+		{name: "not the newest entry at the version written", options: `{}`, managed: managed, want: ""},
 		{name: "nothing to tell", options: ``, want: ""},
 	}
 	for _, tt := range tests {
