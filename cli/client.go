@@ -27,11 +27,38 @@ type clients struct {
 	tasks     dynamic.NamespaceableResourceInterface
 	kube      kubernetes.Interface
 	config    *rest.Config
+	mapper    meta.RESTMapper
 }
 
 // connect builds the clients from the kubeconfig flags. The apiserver's warnings (a
 // deprecated version, a field it dropped) go to stderr, once each, as kubectl prints them.
+// A cluster that does not serve Tasks at v1 is an error saying so.
 func (o *Options) connect() (*clients, error) {
+	c, err := o.connectKube()
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := c.mapper.RESTMapping(taskv1.GroupKind, taskv1.GroupVersion.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, errTasksNotServed
+		}
+		return nil, fmt.Errorf("discovery of %s: %w", taskv1.GroupVersion, err)
+	}
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		return nil, err
+	}
+	c.tasks = dyn.Resource(mapping.Resource)
+	return c, nil
+}
+
+// errTasksNotServed is what every Task command says on a cluster without the CRD.
+var errTasksNotServed = fmt.Errorf("the cluster does not serve %s %s: is the task-operator's CRD installed?", taskv1.Kind, taskv1.GroupVersion)
+
+// connectKube builds the clients of the built-in APIs only (tasks stays nil): what a command
+// that must work on a cluster without the CRD (version) needs.
+func (o *Options) connectKube() (*clients, error) {
 	cfg, err := o.Config.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -46,22 +73,23 @@ func (o *Options) connect() (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	mapping, err := mapper.RESTMapping(taskv1.GroupKind, taskv1.GroupVersion.Version)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("the cluster does not serve %s %s: is the task-operator's CRD installed?", taskv1.Kind, taskv1.GroupVersion)
-		}
-		return nil, fmt.Errorf("discovery of %s: %w", taskv1.GroupVersion, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &clients{namespace: ns, tasks: dyn.Resource(mapping.Resource), kube: kube, config: cfg}, nil
+	return &clients{namespace: ns, kube: kube, config: cfg, mapper: mapper}, nil
+}
+
+// tasksGone says whether a NotFound on a Task means Tasks are not served any more: discovery
+// read from a cache (kubectl keeps it for hours) may still list a CRD deleted since. Discovery
+// is read again, once, from the apiserver.
+func (c *clients) tasksGone() bool {
+	if c.mapper == nil {
+		return false
+	}
+	meta.MaybeResetRESTMapper(c.mapper)
+	_, err := c.mapper.RESTMapping(taskv1.GroupKind, taskv1.GroupVersion.Version)
+	return meta.IsNoMatchError(err)
 }
 
 // getTask reads a Task at v1; a missing one is an error naming it and its namespace.
@@ -80,6 +108,8 @@ func (c *clients) getTask(ctx context.Context, name string) (*taskv1.Task, error
 // taskError says what went wrong with a Task in words that name it.
 func (c *clients) taskError(name string, err error) error {
 	switch {
+	case apierrors.IsNotFound(err) && c.tasksGone():
+		return errTasksNotServed
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("task %q not found in namespace %q", name, c.namespace)
 	case apierrors.IsForbidden(err):

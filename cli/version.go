@@ -48,8 +48,10 @@ func clientVersion() string {
 	return strings.Replace(version.Get().String(), "task-operator", "kubectl-task", 1)
 }
 
+// serverVersions reads only built-in APIs: it works on a cluster without the CRD, where it is
+// most useful (debugging an install).
 func serverVersions(ctx context.Context, o *Options, out io.Writer) error {
-	c, err := o.connect()
+	c, err := o.connectKube()
 	if err != nil {
 		return err
 	}
