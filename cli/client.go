@@ -126,19 +126,30 @@ func (c *clients) taskError(name string, err error) error {
 // task.example.com/name label and kept only when the Task is their controller: the label of a
 // name longer than 63 characters is a cut plus a hash, so the owner, not the label, decides.
 func (c *clients) jobsOf(ctx context.Context, task *taskv1.Task) ([]batchv1.Job, error) {
-	selector := taskv1.LabelTaskName
-	if len(task.Name) <= 63 {
-		selector += "=" + task.Name
-	}
-	list, err := c.kube.BatchV1().Jobs(task.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	jobs, _, err := c.listJobs(ctx, task)
+	return jobs, err
+}
+
+// listJobs is jobsOf and the list's resourceVersion, where a watch of the same Jobs starts.
+func (c *clients) listJobs(ctx context.Context, task *taskv1.Task) ([]batchv1.Job, string, error) {
+	list, err := c.kube.BatchV1().Jobs(task.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobSelector(task)})
 	if err != nil {
-		return nil, fmt.Errorf("jobs of task %q: %w", task.Name, err)
+		return nil, "", fmt.Errorf("jobs of task %q: %w", task.Name, err)
 	}
 	jobs := slices.DeleteFunc(list.Items, func(j batchv1.Job) bool { return !controlledBy(j.OwnerReferences, task.UID) })
 	slices.SortFunc(jobs, func(a, b batchv1.Job) int {
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
-	return jobs, nil
+	return jobs, list.ResourceVersion, nil
+}
+
+// jobSelector selects a Task's Jobs by the task.example.com/name label: every Job labelled
+// when the name is too long to be the label's value (the owner decides then).
+func jobSelector(task *taskv1.Task) string {
+	if len(task.Name) <= 63 {
+		return taskv1.LabelTaskName + "=" + task.Name
+	}
+	return taskv1.LabelTaskName
 }
 
 func controlledBy(refs []metav1.OwnerReference, uid types.UID) bool {

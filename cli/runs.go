@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,7 +90,7 @@ func runRuns(ctx context.Context, c *clients, name string, printer printers.Reso
 	if err != nil {
 		return err
 	}
-	jobs, err := c.jobsOf(ctx, task)
+	jobs, listed, err := c.listJobs(ctx, task)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func runRuns(ctx context.Context, c *clients, name string, printer printers.Reso
 	if !watchFlag {
 		return nil
 	}
-	return watchRuns(ctx, c, task, printer, out)
+	return watchRuns(ctx, c, task, jobs, listed, printer, out)
 }
 
 func phaseOr(task *taskv1.Task) string {
@@ -119,37 +120,95 @@ func phaseOr(task *taskv1.Task) string {
 	return string(task.Status.Phase)
 }
 
-// watchRuns prints a run each time its Job is added or changes, until ctx ends.
-func watchRuns(ctx context.Context, c *clients, task *taskv1.Task, printer printers.ResourcePrinter, out io.Writer) error {
-	selector := taskv1.LabelTaskName
-	if len(task.Name) <= 63 {
-		selector += "=" + task.Name
+// watchRuns prints a run each time its Job is added or changes, until ctx ends. As kubectl
+// get --watch does, it watches from the resourceVersion of the list just printed (jobs at rv), so
+// the Jobs listed do not come again as ADDED. A watch the apiserver ends is resumed from its last
+// event; one whose version is too old (410 Gone) lists again and prints only the runs that changed
+// since they were last printed.
+func watchRuns(ctx context.Context, c *clients, task *taskv1.Task, jobs []batchv1.Job, rv string, printer printers.ResourcePrinter, out io.Writer) error {
+	seen := map[string]Run{}
+	for _, j := range jobs {
+		seen[j.Name] = runOfJob(task, j)
 	}
-	w, err := c.kube.BatchV1().Jobs(task.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	show := func(job *batchv1.Job) error {
+		if !controlledBy(job.OwnerReferences, task.UID) {
+			return nil
+		}
+		run := runOfJob(task, *job)
+		if prev, ok := seen[run.Name]; ok && sameRow(prev, run) {
+			return nil
+		}
+		seen[run.Name] = run
+		return printRun(printer, run, out)
+	}
+	for {
+		next, events, err := watchJobs(ctx, c, task, rv, show)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			relisted, at, err := c.listJobs(ctx, task)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			for i := range relisted {
+				if err := show(&relisted[i]); err != nil {
+					return err
+				}
+			}
+			rv = at
+		case err != nil:
+			return err
+		default:
+			rv = next
+			if events == 0 { // ended at once: do not hammer the apiserver
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}
+}
+
+// watchJobs watches the Task's Jobs from rv and hands each added or changed one to show, until
+// the watch ends or ctx does. It returns the resourceVersion to resume from, how many events
+// came, and the watch's error: an Error event's status (410 Gone when rv is too old) included.
+func watchJobs(ctx context.Context, c *clients, task *taskv1.Task, rv string, show func(*batchv1.Job) error) (string, int, error) {
+	w, err := c.kube.BatchV1().Jobs(task.Namespace).Watch(ctx, metav1.ListOptions{
+		LabelSelector: jobSelector(task), ResourceVersion: rv, AllowWatchBookmarks: true,
+	})
 	if err != nil {
-		return fmt.Errorf("watch jobs of task %q: %w", task.Name, err)
+		return rv, 0, fmt.Errorf("watch jobs of task %q: %w", task.Name, err)
 	}
 	defer w.Stop()
-	seen := map[string]Run{}
+	events := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return rv, events, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return nil // the apiserver ended the watch; a new `runs --watch` resumes
+				return rv, events, nil
+			}
+			events++
+			if ev.Type == watch.Error {
+				return rv, events, fmt.Errorf("watch jobs of task %q: %w", task.Name, apierrors.FromObject(ev.Object))
 			}
 			job, isJob := ev.Object.(*batchv1.Job)
-			if !isJob || ev.Type == watch.Deleted || !controlledBy(job.OwnerReferences, task.UID) {
+			if !isJob {
 				continue
 			}
-			run := runOfJob(task, *job)
-			if prev, ok := seen[run.Name]; ok && sameRow(prev, run) {
+			rv = job.ResourceVersion
+			if ev.Type == watch.Bookmark || ev.Type == watch.Deleted {
 				continue
 			}
-			seen[run.Name] = run
-			if err := printRun(printer, run, out); err != nil {
-				return err
+			if err := show(job); err != nil {
+				return rv, events, err
 			}
 		}
 	}

@@ -158,3 +158,55 @@ func TestRunsWatchPrintsARunAsItChanges(t *testing.T) {
 		t.Errorf("runs --watch: the first row is not the active attempt: %q", seen[0])
 	}
 }
+
+// TestRunsWatchPrintsEachExistingRunOnce: `runs --watch` on a Task that already ran prints
+// the header and each existing attempt once, then only what changes: the watch starts where the
+// list ended, so the Jobs listed do not come again as new.
+func TestRunsWatchPrintsEachExistingRunOnce(t *testing.T) {
+	ns := setUp(t)
+	apply(t, ns, task("done", "", ""))
+	waitFor(t, ns, "done", "Succeeded")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", "task", "runs", "done", "-n", ns, "--watch")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		scan := bufio.NewScanner(stdout)
+		for scan.Scan() {
+			lines <- scan.Text()
+		}
+	}()
+	var seen []string
+	// Whatever the watch would repeat comes at once; five quiet seconds are enough to see it.
+	quiet := time.After(5 * time.Second)
+read:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				break read
+			}
+			seen = append(seen, l)
+		case <-quiet:
+			break read
+		}
+	}
+	_ = cmd.Process.Kill()
+	for range lines {
+	}
+	_ = cmd.Wait()
+	if len(seen) != 2 || !strings.HasPrefix(seen[0], "ATTEMPT") || !strings.Contains(seen[1], "done-0-1") || !strings.Contains(seen[1], "Succeeded") {
+		t.Errorf("runs --watch of a finished Task: want the header and done-0-1 Succeeded once, got:\n%s\nstderr: %s", strings.Join(seen, "\n"), stderr.String())
+	}
+}
