@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"example.com/task-operator/apis/install"
@@ -39,7 +36,9 @@ func newConvertCommand(o *Options) *cobra.Command {
 the operator's own converter, as the cluster would store them: the same fields, the same
 defaults. No cluster is contacted. A directory is read recursively (*.yaml, *.yml, *.json).
 
-Documents that are not Tasks are printed unchanged, byte for byte; the Tasks among the items
+A file is read as kubectl apply -f reads it: YAML documents separated by ---, or JSON objects
+one after another. Documents that are not Tasks, the separators and their comments are printed
+unchanged, byte for byte, and a file without a Task to change is not written; the Tasks among the items
 of a List (as kubectl get tasks -o yaml saves them) are converted. A Task is rewritten with
 its keys sorted, as YAML (as JSON if it was written as JSON): comments inside it are lost. The result is printed (documents
 separated by ---), or written back over each file with --in-place.
@@ -96,6 +95,10 @@ func runConvert(co convertOptions, out io.Writer) error {
 		if _, err := out.Write(converted); err != nil {
 			return err
 		}
+		if len(converted) > 0 && converted[len(converted)-1] != '\n' {
+			// The next file's --- must start a line of its own.
+			fmt.Fprintln(out)
+		}
 	}
 	return nil
 }
@@ -131,40 +134,33 @@ func manifestPaths(args []string) ([]string, error) {
 	return paths, nil
 }
 
-// convertManifest converts the Tasks among the documents of one file and keeps the others as
-// they were.
+// convertManifest converts the Tasks among the documents of one file and keeps everything
+// else as it was, byte for byte: the other documents, the separators and their comments, the
+// whitespace between JSON values. A file without a Task to convert comes back unchanged.
 func convertManifest(data []byte, to string) ([]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for i := 1; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		converted, err := convertDocument(doc, to)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		docs = append(docs, converted)
+	segs, err := splitManifest(data)
+	if err != nil {
+		return nil, err
 	}
-	return joinDocuments(docs), nil
-}
-
-func joinDocuments(docs [][]byte) []byte {
 	var b bytes.Buffer
-	for i, d := range docs {
-		if i > 0 {
-			b.WriteString("---\n")
+	n := 0
+	for _, s := range segs {
+		if !s.doc {
+			b.Write(s.text)
+			continue
 		}
-		b.Write(d)
-		if len(d) > 0 && d[len(d)-1] != '\n' {
-			b.WriteByte('\n')
+		n++
+		converted, err := convertDocument(s.text, to)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
+		if s.json && !bytes.Equal(converted, s.text) {
+			// The value only: the whitespace after it is a segment of its own.
+			converted = bytes.TrimRight(converted, "\n")
+		}
+		b.Write(converted)
 	}
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // convertDocument converts one document if it is a Task of a served version, or a List (kind:
