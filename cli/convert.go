@@ -30,11 +30,12 @@ type convertOptions struct {
 func newConvertCommand(o *Options) *cobra.Command {
 	co := convertOptions{to: taskv1.GroupVersion.Version}
 	cmd := &cobra.Command{
-		Use:   "convert -f FILE|DIR",
+		Use:   "convert -f FILE|DIR|-",
 		Short: "Rewrite Task manifests from v1alpha1 or v1beta1 to v1, offline",
 		Long: `Rewrite the Tasks of manifests kept in Git to another served version (v1 by default) with
 the operator's own converter, as the cluster would store them: the same fields, the same
-defaults. No cluster is contacted. A directory is read recursively (*.yaml, *.yml, *.json).
+defaults. No cluster is contacted. A directory is read recursively (*.yaml, *.yml, *.json);
+-f - reads standard input.
 
 A file is read as kubectl apply -f reads it: YAML documents separated by ---, or JSON objects
 one after another. Documents that are not Tasks, the separators and their comments are printed
@@ -47,7 +48,8 @@ A Task that the target version cannot express (a v1-only field for --to v1beta1 
 is refused with an error naming the field, as is a manifest the converter cannot read.`,
 		Example: `  kubectl task convert -f config/samples/v1alpha1_task.yaml
   kubectl task convert -f manifests/ --in-place
-  kubectl task convert -f task.yaml --to v1beta1`,
+  kubectl task convert -f task.yaml --to v1beta1
+  kubectl get tasks -o yaml | kubectl task convert -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(co.files) == 0 {
@@ -56,29 +58,35 @@ is refused with an error naming the field, as is a manifest the converter cannot
 			if !slices.Contains(install.Versions, co.to) {
 				return usageError(cmd, fmt.Sprintf("--to %s: not a served version of %s (want one of %s)", co.to, taskv1.GroupKind, strings.Join(install.Versions, ", ")))
 			}
-			return runConvert(co, o.Streams.Out)
+			if co.inPlace && slices.Contains(co.files, stdinFile) {
+				return usageError(cmd, "--in-place cannot write back to standard input (-f -): name the file")
+			}
+			return runConvert(co, o.Streams.In, o.Streams.Out)
 		},
 	}
-	cmd.Flags().StringSliceVarP(&co.files, "filename", "f", nil, "Manifest file or directory (repeatable)")
+	cmd.Flags().StringSliceVarP(&co.files, "filename", "f", nil, "Manifest file or directory (repeatable); - reads standard input")
 	cmd.Flags().StringVar(&co.to, "to", co.to, "Version to convert Tasks to: "+strings.Join(install.Versions, ", "))
 	cmd.Flags().BoolVar(&co.inPlace, "in-place", false, "Write each file back instead of printing")
 	return cmd
 }
 
-func runConvert(co convertOptions, out io.Writer) error {
+// stdinFile is the -f value that names standard input, as kubectl's does.
+const stdinFile = "-"
+
+func runConvert(co convertOptions, in io.Reader, out io.Writer) error {
 	paths, err := manifestPaths(co.files)
 	if err != nil {
 		return err
 	}
 	first := true
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		name, data, err := readManifest(p, in)
 		if err != nil {
 			return err
 		}
 		converted, err := convertManifest(data, co.to)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if co.inPlace {
 			if !bytes.Equal(converted, data) {
@@ -103,10 +111,28 @@ func runConvert(co convertOptions, out io.Writer) error {
 	return nil
 }
 
-// manifestPaths expands directories into their manifest files, in lexical order.
+// readManifest reads the file p, or in for -, and returns the name errors give it.
+func readManifest(p string, in io.Reader) (string, []byte, error) {
+	if p != stdinFile {
+		data, err := os.ReadFile(p)
+		return p, data, err
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return "", nil, fmt.Errorf("standard input: %w", err)
+	}
+	return "standard input", data, nil
+}
+
+// manifestPaths expands directories into their manifest files, in lexical order; - (standard
+// input) stays as it is.
 func manifestPaths(args []string) ([]string, error) {
 	var paths []string
 	for _, arg := range args {
+		if arg == stdinFile {
+			paths = append(paths, arg)
+			continue
+		}
 		info, err := os.Stat(arg)
 		if err != nil {
 			return nil, err
