@@ -285,6 +285,12 @@ func convertList(list map[string]any, to string) (map[string]any, error) {
 // convertTask converts one Task object to version to, refusing what to cannot express.
 func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	_, hadStatus := obj["status"]
+	// The cluster defaults a Task at the version it is written at, then converts it: a v1beta1
+	// Task without maxRetries is stored with 3, not with the 0 its typed form reads.
+	obj, err := conversion.WithSchemaDefaults(obj)
+	if err != nil {
+		return nil, err
+	}
 	hub, err := conversion.Convert(obj, taskv1.GroupVersion.Version)
 	if err != nil {
 		return nil, err

@@ -52,3 +52,50 @@ func TestConvertGivesAnEmptyRetryTheMaxRetriesTheClusterStores(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertGivesAnOldVersionsTaskTheDefaultsOfItsSchema: the apiserver defaults a Task at the
+// version it is written at, then converts it. A v1beta1 Task without maxRetries is stored with
+// retry.maxRetries 3 (the v1beta1 schema's default), not the 0 its typed form reads; the same for
+// every default of an old version's schema, a null included (pruned, then defaulted).
+func TestConvertGivesAnOldVersionsTaskTheDefaultsOfItsSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, to, path string
+		want                any
+	}{
+		{"v1beta1 maxRetries", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  runner: {type: HTTP, http: {url: https://e.com}}\n",
+			"v1", "spec.retry.maxRetries", float64(3)},
+		{"v1beta1 maxRetries, back at v1beta1", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  runner: {type: Shell, shell: {script: echo}}\n",
+			"v1beta1", "spec.maxRetries", float64(3)},
+		{"v1beta1 maxRetries: null", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  maxRetries: null\n  runner: {type: Shell, shell: {script: echo}}\n",
+			"v1", "spec.retry.maxRetries", float64(3)},
+		{"v1beta1 maxRetries written stays", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  maxRetries: 0\n  runner: {type: Shell, shell: {script: echo}}\n",
+			"v1", "spec.retry.maxRetries", float64(0)},
+		{"v1beta1 parallelism", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  runner: {type: Shell, shell: {script: echo}}\n",
+			"v1", "spec.parallelism", float64(1)},
+		{"v1beta1 method", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  runner: {type: HTTP, http: {url: https://e.com}}\n",
+			"v1", "spec.runner.http.method", "GET"},
+		{"v1alpha1 replicas", "apiVersion: example.com/v1alpha1\nkind: Task\nmetadata: {name: a}\nspec: {type: shell, shell: echo}\n",
+			"v1", "spec.parallelism", float64(1)},
+		{"v1alpha1 maxRetry", "apiVersion: example.com/v1alpha1\nkind: Task\nmetadata: {name: a}\nspec: {type: shell, shell: echo}\n",
+			"v1", "spec.retry.maxRetries", float64(0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := convertDocument([]byte(tc.doc), tc.to)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			var obj map[string]any
+			if err := yaml.Unmarshal(got, &obj); err != nil {
+				t.Fatal(err)
+			}
+			var v any = obj
+			for _, k := range strings.Split(tc.path, ".") {
+				m, _ := v.(map[string]any)
+				v = m[k]
+			}
+			if v != tc.want {
+				t.Errorf("%s is %v, want %v as the cluster stores it:\n%s", tc.path, v, tc.want, got)
+			}
+		})
+	}
+}
