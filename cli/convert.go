@@ -315,6 +315,9 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the annotation keeps is, after Inexpressible, only what the cluster gives back on
+	// its own; the webhook would remove it from a client's write anyway.
+	dropAnnotation(result, conversion.PreservedAnnotation)
 	if !hadStatus {
 		delete(result, "status")
 	}
@@ -346,6 +349,14 @@ func validateHub(hub map[string]any) error {
 		return fmt.Errorf("%s: %w", taskName(hub), errs.ToAggregate())
 	}
 	return nil
+}
+
+// dropAnnotation removes the annotation key from obj's metadata.
+func dropAnnotation(obj map[string]any, key string) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if a, ok := meta["annotations"].(map[string]any); ok {
+		delete(a, key)
+	}
 }
 
 // tidyMetadata drops what the converter adds to metadata that a manifest did not hold: an

@@ -4,13 +4,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 // Inexpressible lists the fields of a Task's spec, as decoded JSON at v1, that version cannot
-// express: what a conversion to it would carry in PreservedAnnotation rather than in its own
-// fields. An offline conversion (kubectl task convert) refuses them, naming each, since
-// the admission webhook removes that annotation from what a client writes. The paths are
-// dotted (spec.runner.shell.env), sorted; none for v1 itself.
+// express and the cluster would not give back: what a conversion to it carries in
+// PreservedAnnotation rather than in its own fields, less what the cluster stores anyway when
+// the converted Task is written at that version (a default, such as the history limits of a
+// Task with a schedule, whether the Task spelled it out or not). An offline conversion (kubectl
+// task convert) refuses them, naming each, since the admission webhook removes that annotation
+// from what a client writes. The paths are dotted (spec.runner.shell.env), sorted; none for v1
+// itself.
 func Inexpressible(hub map[string]any, version string) ([]string, error) {
 	if version == hubVersion {
 		return nil, nil
@@ -24,10 +29,23 @@ func Inexpressible(hub map[string]any, version string) ([]string, error) {
 	} else if from != hubVersion {
 		return nil, fmt.Errorf("%s: Inexpressible reads a v1 object, not %s", nameOf(hub), from)
 	}
-	_, p, err := s.read(hub, nil)
+	// What the cluster stores: hub with its defaults, and the spoke's object as the cluster
+	// stores it when a client writes it, with its defaults. A field the target version does not
+	// say but whose value the cluster gives back anyway (a schedule's history limits, defaulted
+	// for having a schedule) is not lost.
+	hub, err := WithDefaults(hub)
 	if err != nil {
 		return nil, err
 	}
+	_, pure, err := s.toSpoke(hub, nil, bodyDecoded)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := defaultedBody(pure, taskv1.SetDefaults)
+	if err != nil {
+		return nil, err
+	}
+	patch := diff(stored, bodyOf(hub))
 	var paths []string
 	var walk func(m map[string]any, at path)
 	walk = func(m map[string]any, at path) {
@@ -40,7 +58,7 @@ func Inexpressible(hub map[string]any, version string) ([]string, error) {
 			paths = append(paths, string(p))
 		}
 	}
-	if spec, ok := p.Patch["spec"].(map[string]any); ok {
+	if spec, ok := patch["spec"].(map[string]any); ok {
 		walk(spec, "spec")
 	}
 	slices.SortFunc(paths, strings.Compare)
