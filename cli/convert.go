@@ -219,12 +219,19 @@ func convertDocument(doc []byte, to string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	before, err := json.Marshal(obj) // before convert, which may change obj
+	if err != nil {
+		return nil, err
+	}
 	result, err := convert(obj, to)
 	if err != nil {
 		return nil, err
 	}
 	if result == nil {
 		return doc, nil // a List without Tasks: not ours to rewrite
+	}
+	if after, err := json.Marshal(result); err == nil && bytes.Equal(after, before) {
+		return doc, nil // already what the cluster stores: its comments and key order stay
 	}
 	if writtenAsJSON(doc) {
 		b, err := json.MarshalIndent(result, "", "  ")

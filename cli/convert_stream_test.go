@@ -126,3 +126,30 @@ func TestConvertKeepsWhatIsNotATaskByteForByte(t *testing.T) {
 		t.Errorf("the Task was not converted:\n%s", mid)
 	}
 }
+
+// TestConvertInPlaceLeavesATaskAlreadyConvertedAlone: a Task that is already what the cluster
+// stores at the target version, defaults included, is nothing to change: its file, comments
+// and key order included, is not rewritten.
+func TestConvertInPlaceLeavesATaskAlreadyConvertedAlone(t *testing.T) {
+	text := `# the nightly report
+apiVersion: example.com/v1
+kind: Task
+metadata:
+  name: done
+spec:
+  runner:
+    type: Shell
+    shell: {script: echo hi}   # the whole job
+  parallelism: 1
+  retry:
+    maxRetries: 3
+    backoff: {factor: 2, initial: 10s, max: 5m0s}
+`
+	p := writeManifest(t, "done.yaml", text)
+	if _, err := runConvertCommand(t, "-f", p, "--in-place"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != text {
+		t.Fatalf("a Task with nothing to convert was rewritten:\n%s", got)
+	}
+}
