@@ -44,8 +44,8 @@ of a List (as kubectl get tasks -o yaml saves them) are converted. A Task is rew
 its keys sorted, as YAML (as JSON if it was written as JSON): comments inside it are lost. The result is printed (documents
 separated by ---), or written back over each file with --in-place.
 
-A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1)
-is refused with an error naming the field, as is a manifest the converter cannot read.`,
+A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1,
+unless its value is the default the cluster gives back) is refused with an error naming the field, as is a manifest the converter cannot read.`,
 		Example: `  kubectl task convert -f config/samples/v1alpha1_task.yaml
   kubectl task convert -f manifests/ --in-place
   kubectl task convert -f task.yaml --to v1beta1
