@@ -78,7 +78,7 @@ func TestInstallAsShipped(t *testing.T) {
 		{"node drain at one replica", (*env).drainAtOneReplica},
 		{"upgrade", func(e *env) { e.upgrade(blocks["upgrade"]) }},
 		{"uninstall", func(e *env) { e.uninstall(blocks["uninstall"]) }},
-		{"cert-manager overlay, then uninstalled without the operator", func(e *env) { e.certManager(blocks["uninstall-without-operator"]) }},
+		{"cert-manager overlay and an uninstall without the operator", func(e *env) { e.certManager(blocks["uninstall-without-operator"]) }},
 	}
 	for _, step := range steps {
 		ok := t.Run(step.name, func(t *testing.T) {
