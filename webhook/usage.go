@@ -37,7 +37,7 @@ import (
 //
 // The ConfigMap the record is kept in (one data key per replica):
 // +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=configmaps,verbs=create
-// +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=configmaps,resourceNames=task-operator-version-usage,verbs=patch
+// +kubebuilder:rbac:groups="",namespace=task-operator-system,resources=configmaps,resourceNames=task-operator-version-usage,verbs=get;patch
 
 // admissionRequests counts admitted writes by the version written at, the operation and a
 // class of user with a handful of values, so that its cardinality stays bounded whoever the
@@ -79,6 +79,10 @@ type UsageRecorder struct {
 	entries map[usageKey]*versions.UsageEntry
 	evicted int
 	dirty   bool
+	// resumed says the record this replica's key held when the process started (a restarted
+	// container keeps its host name) has been merged in, so that a flush does not replace it
+	// with only what this process saw.
+	resumed bool
 }
 
 type usageKey struct{ version, user, agent string }
@@ -282,6 +286,9 @@ func (r *UsageRecorder) Start(ctx context.Context) error {
 func (r *UsageRecorder) NeedLeaderElection() bool { return false }
 
 func (r *UsageRecorder) flush(ctx context.Context) error {
+	if err := r.resume(ctx); err != nil {
+		return fmt.Errorf("ConfigMap %s/%s: read the record to resume: %w", r.namespace, versions.UsageConfigMap, err)
+	}
 	rec, dirty := r.snapshot()
 	if !dirty {
 		return nil
@@ -307,4 +314,67 @@ func (r *UsageRecorder) flush(ctx context.Context) error {
 		return fmt.Errorf("ConfigMap %s/%s: %w", r.namespace, versions.UsageConfigMap, err)
 	}
 	return nil
+}
+
+// resume merges into the record, once, what this replica's key already holds: the record of an
+// earlier process on the same host. Its entries keep their counts and times (one seen by both
+// adds up), its start is the record's if earlier, and the bound holds as for new entries.
+func (r *UsageRecorder) resume(ctx context.Context) error {
+	r.mu.Lock()
+	done := r.resumed
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	var cm corev1.ConfigMap
+	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: versions.UsageConfigMap}, &cm)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	var stored versions.UsageRecord
+	if raw, ok := cm.Data[r.replica]; ok {
+		if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+			stored = versions.UsageRecord{} // unreadable: versions status reports it; this write replaces it
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resumed = true
+	if len(stored.Entries) == 0 {
+		return nil
+	}
+	r.dirty = true
+	if !stored.Since.IsZero() && stored.Since.Before(r.since) {
+		r.since = stored.Since
+	}
+	r.evicted += stored.Evicted
+	for _, e := range stored.Entries {
+		k := usageKey{version: e.Version, user: e.User, agent: e.Agent}
+		if have, ok := r.entries[k]; ok {
+			have.Count += e.Count
+			have.First = minTime(have.First, e.First)
+			have.Last = maxTime(have.Last, e.Last)
+			continue
+		}
+		if len(r.entries) >= versions.MaxUsageEntries {
+			r.evictOldest()
+		}
+		entry := e
+		r.entries[k] = &entry
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
