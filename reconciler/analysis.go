@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,10 +63,11 @@ type analysis struct {
 	// Allow lets runs overlap) whose failure is newer than the current run's outcome and whose
 	// finalizer is held until the stored status tells it (see failureTold); nil if none.
 	supersededFailure *observedJob
-	// laterFailure is the stored record's run when the stored lastError tells of a failure
-	// after that run's success: a superseded run's, told once while its Job was held and kept
-	// since (recordOutcome). That success is not the latest outcome; nil otherwise.
-	laterFailure *runID
+	// laterFailure is a scheduled Task's failure of a run older than the stored record's
+	// success that the stored lastError tells (it failed after that success: policy Allow),
+	// told once while its Job was held and kept since (recordOutcome); nil otherwise. That
+	// success is not the latest outcome.
+	laterFailure *laterFailure
 
 	// requests are the run and cancel requests (annotations) and which are pending;
 	// recRequested says rec's run was started for a run request (not for a schedule time).
@@ -105,6 +107,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 		}
 	}
 	stored := storedRecord(task)
+	a.laterFailure = laterFailureTold(task, stored)
 	a.rec, a.previous = fold(stored, jobs, now)
 	for _, r := range []*runRecord{a.previous, a.rec} {
 		a.recordOutcome(task, stored, r, jobs)
@@ -112,9 +115,6 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 	if f := latestSupersededFailure(a.rec, a.previous, jobs, now); f != nil && !newerOutcome(*f, jobs, stored, a.previous, a.rec) {
 		a.supersededFailure = f
 		a.lastError = f.failure()
-	}
-	if stored != nil && stored.outcome == v1.RunSucceeded && task.Status.LastError != "" {
-		a.laterFailure = &stored.run
 	}
 	a.requests = readRequests(task, a.rec, now)
 	a.recRequested = requestedRecord(task, a.rec, jobs)
@@ -146,8 +146,8 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 // recordOutcome takes in how r ended. A newly failed attempt decides now whether, and when, a
 // retry follows; lastError says why the latest finished attempt failed, and a success clears
 // it when it is recorded. A failure already stored keeps the message and the retry time stored
-// with it, and so does a success already stored: a lastError written after it tells of an
-// earlier run that failed later (policy Allow; see storedLaterFailure).
+// with it, and so does a success already stored whose lastError tells of an earlier run that
+// failed after it (policy Allow; laterFailureTold).
 //
 // An attempt policy Replace cut short is not a failure worth reporting (lastError stays), but it
 // did not finish its run either, so its retry is decided like that of any attempt deleted before
@@ -158,7 +158,7 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 func (a *analysis) recordOutcome(task *v1.Task, stored, r *runRecord, jobs []observedJob) {
 	switch {
 	case r == nil:
-	case r.outcome == v1.RunSucceeded && newlyFinished(stored, r):
+	case r.outcome == v1.RunSucceeded && (newlyFinished(stored, r) || a.laterFailure == nil):
 		a.lastError = ""
 	case r.outcome == v1.RunFailed && newlyFinished(stored, r):
 		j := findJob(jobs, r.job.Name)
@@ -375,4 +375,29 @@ func observedSchedule(task *v1.Task, now time.Time) *v1.ObservedSchedule {
 		since = task.CreationTimestamp.Time
 	}
 	return &v1.ObservedSchedule{Cron: s.Cron, TimeZone: s.TimeZone, Since: metav1.NewTime(since.UTC().Truncate(time.Second))}
+}
+
+// laterFailure is an earlier run's failure told after the success that succeeded it.
+type laterFailure struct {
+	// after is the run whose success it came after; failed is the failed attempt, as a record.
+	after  runID
+	failed runRecord
+}
+
+// laterFailureTold reads, from the stored status of a scheduled Task whose record succeeded, a
+// lastError telling of a Job of an older run than the record's: such a failure was recorded
+// after that success (a success clears lastError when it is recorded), so it is the latest
+// outcome until a later run ends. A one-shot Task's record is its only run, and a lastError
+// naming no older run of this Task (written by hand) tells nothing later: both are cleared.
+func laterFailureTold(task *v1.Task, stored *runRecord) *laterFailure {
+	if task.Spec.Schedule == nil || stored == nil || stored.outcome != v1.RunSucceeded {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(task.Status.LastError, "Job ")
+	name, _, _ := strings.Cut(rest, " ")
+	run, named := runFromAnyName(task.Name, name)
+	if !ok || !named || !run.less(stored.run) {
+		return nil
+	}
+	return &laterFailure{after: stored.run, failed: runRecord{run: run, job: v1.JobReference{Name: name}, outcome: v1.RunFailed}}
 }

@@ -201,19 +201,25 @@ func setScheduledOutcome(set setFunc, st *v1.TaskStatus, a analysis) {
 
 // latestFinished is the outcome of the latest run that finished for good, as far as this
 // analysis knows: a superseded run's failure newer than the current run's outcome, the current
-// run, or the one it replaced in this reconcile. None when that is a success the stored status
-// already tells a later failure after (the conditions stored with that failure stand).
+// run, or the one it replaced in this reconcile; and in place of a success, the failure the
+// stored status tells after it (laterFailureTold).
 func latestFinished(a analysis) (runPhase, *runRecord) {
 	if f := a.supersededFailure; f != nil {
 		return runFailed, &runRecord{run: f.Run, job: v1.JobReference{Name: f.Name, UID: f.UID}, outcome: v1.RunFailed, finished: f.Finished}
 	}
 	if a.phase.finished() {
-		if a.rec.replaced || a.failedAfter(a.rec) {
-			return runNone, nil // ended by Replace, which is not an outcome; or not the latest
+		switch {
+		case a.rec.replaced:
+			return runNone, nil // ended by Replace, which is not an outcome
+		case a.failedAfter(a.rec):
+			return runFailed, &a.laterFailure.failed
 		}
 		return a.phase, a.rec
 	}
-	if p := a.previous; p != nil && !p.replaced && !a.failedAfter(p) {
+	if p := a.previous; p != nil && !p.replaced && a.failedAfter(p) {
+		return runFailed, &a.laterFailure.failed
+	}
+	if p := a.previous; p != nil && !p.replaced {
 		switch p.outcome {
 		case v1.RunSucceeded:
 			return runSucceeded, p
@@ -227,5 +233,5 @@ func latestFinished(a analysis) (runPhase, *runRecord) {
 // failedAfter says r is the stored record's success that a later failure, told in the stored
 // lastError, superseded as the latest outcome.
 func (a analysis) failedAfter(r *runRecord) bool {
-	return a.laterFailure != nil && r.outcome == v1.RunSucceeded && r.run.equal(*a.laterFailure)
+	return a.laterFailure != nil && r.outcome == v1.RunSucceeded && r.run.equal(a.laterFailure.after)
 }

@@ -82,11 +82,12 @@
 //     Failed with no retry. A retry due is dropped the same way. Once nothing of the current
 //     run is left unmarked, cancelRequest = R is recorded. It drops a pending run request
 //     earlier than it; one of the same second stands (the plugin never writes two such).
-//   - A request later than the operator's clock is pending from its time, and the Task is
-//     looked at again then (a hanging run's Job sends no event that would do it). A cancel at
-//     most v1.RequestClockSkew ahead already drops an earlier pending run request: the plugin
-//     stamps a cancel made in a run request's second one second after it, and that run must
-//     not start and be stopped a moment later.
+//   - A run request later than the operator's clock is pending from its time; a cancel is
+//     pending from v1.RequestClockSkew before its time, so one made now on a clock a little
+//     ahead (or stamped by the plugin a second after a run request of this second) stops the
+//     run the user saw and drops that run request at once, rather than stopping whichever run
+//     is current when its time comes. The Task is looked at again when a request set for
+//     later becomes pending (a hanging run's Job sends no event that would do it).
 //
 // Limits, by design:
 //

@@ -607,3 +607,84 @@ func TestOnlyJobsWaitingForAdmissionMoveToTheTasksQueue(t *testing.T) {
 		})
 	}
 }
+
+// failureToldAfterSuccess is a scheduled Task (policy Allow) whose run for 120s succeeded at
+// 130s and whose run for 60s then failed at 140s, that failure told, its Job released and
+// pruned: only the stored status tells the failure now.
+func failureToldAfterSuccess(t *testing.T) (*v1.Task, []observedJob) {
+	t.Helper()
+	task := newTask(scheduled(v1.AllowConcurrent), maxRetries(0))
+	jobs := []observedJob{schedJob(60, 1, jobActive, 0), schedJob(120, 1, jobSucceeded, 130)}
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(130)))
+	jobs[0].State, jobs[0].Finished, jobs[0].Reason = jobFailed, at(140), "BackoffLimitExceeded"
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(141)))
+	jobs[0].Protected = false
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(142)))
+	jobs = jobs[1:]
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(150)))
+	if task.Status.LastError == "" || !conditionTrue(task.Status.Conditions, v1.ConditionFailed) {
+		t.Fatalf("the failure is not told: lastError %q, conditions %+v", task.Status.LastError, task.Status.Conditions)
+	}
+	return task, jobs
+}
+
+// TestAFailureToldAfterTheLatestSuccessOutlivesAnInvalidSchedule: a spell with a schedule that
+// does not parse rewrites the conditions; once it parses again they tell the failure the
+// stored lastError still holds (Failed, not Ready), not the success before it.
+func TestAFailureToldAfterTheLatestSuccessOutlivesAnInvalidSchedule(t *testing.T) {
+	task, jobs := failureToldAfterSuccess(t)
+	told := task.Status.LastError
+	task.Spec.Schedule.Cron = "not a cron"
+	task.Generation++
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(151)))
+	task.Spec.Schedule.Cron = "* * * * *"
+	task.Generation++
+	task.Status = roundTrip(t, computeStatus(task, jobs, at(152)))
+	st := task.Status
+	if st.LastError != told || !conditionTrue(st.Conditions, v1.ConditionFailed) || conditionTrue(st.Conditions, v1.ConditionReady) {
+		t.Errorf("after the schedule parses again: lastError %q, conditions %+v; want %q, Failed and not Ready", st.LastError, st.Conditions, told)
+	}
+}
+
+// TestAnEarlierRunsFailureGoesWhenTheScheduleIsRemoved: without a schedule the current record
+// is the Task's only run, and it succeeded: an earlier run's failure is no longer its outcome,
+// and lastError does not contradict the conditions.
+func TestAnEarlierRunsFailureGoesWhenTheScheduleIsRemoved(t *testing.T) {
+	task, jobs := failureToldAfterSuccess(t)
+	task.Spec.Schedule = nil
+	task.Generation++
+	for _, s := range []int{160, 3600} {
+		task.Status = roundTrip(t, computeStatus(task, jobs, at(s)))
+	}
+	if st := task.Status; st.Phase != v1.PhaseSucceeded || st.LastError != "" || conditionTrue(st.Conditions, v1.ConditionFailed) {
+		t.Errorf("without the schedule: phase %s lastError %q conditions %+v; want Succeeded, no lastError, not Failed", st.Phase, st.LastError, st.Conditions)
+	}
+}
+
+// TestALastErrorNamingNoEarlierRunIsClearedOnASucceededTask: a lastError written by hand (with
+// tasks/status rights) on a Task whose run succeeded tells no later failure: the next status
+// clears it, for a one-shot and a scheduled Task alike.
+func TestALastErrorNamingNoEarlierRunIsClearedOnASucceededTask(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		task *v1.Task
+		job  observedJob
+	}{
+		{"one-shot", newTask(), oneShotJob(1, jobActive, 0)},
+		{"scheduled", newTask(scheduled(v1.ForbidConcurrent)), schedJob(60, 1, jobActive, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task, jobs := tc.task, []observedJob{tc.job}
+			task.Status = roundTrip(t, computeStatus(task, jobs, at(60)))
+			jobs[0].State, jobs[0].Finished = jobSucceeded, at(70)
+			task.Status = roundTrip(t, computeStatus(task, jobs, at(71)))
+			for _, hand := range []string{"written by hand", "Job someone-else-0-1 failed: X", "Job " + jobs[0].Name + " failed: X"} {
+				task.Status.LastError = hand
+				task.Status = roundTrip(t, computeStatus(task, jobs, at(72)))
+				if st := task.Status; st.LastError != "" || conditionTrue(st.Conditions, v1.ConditionFailed) {
+					t.Errorf("after lastError %q by hand: lastError %q, Failed %v; want it cleared", hand, st.LastError, conditionTrue(st.Conditions, v1.ConditionFailed))
+				}
+			}
+		})
+	}
+}

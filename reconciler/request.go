@@ -20,14 +20,12 @@ type requests struct {
 	run time.Time
 	// runAt is a run request later than the operator's clock: it becomes pending then.
 	runAt time.Time
-	// cancel is the pending cancel request; zero if none. cancelAt is one later than the
-	// operator's clock: it becomes pending then. cancelAhead is cancelAt when it is at most
-	// v1.RequestClockSkew ahead: made now on a clock a little ahead, or stamped by the plugin a
-	// second after a run request of this second, so it already drops an earlier run request
-	// (cancelledByRequest), which would otherwise start and be cancelled a moment later.
-	cancel      time.Time
-	cancelAt    time.Time
-	cancelAhead time.Time
+	// cancel is the pending cancel request; zero if none. One at most v1.RequestClockSkew
+	// ahead of the operator's clock is pending already: made now on a clock a little ahead, or
+	// stamped by the plugin a second after a run request of this second. cancelAt is one
+	// further ahead, set for then: it becomes pending v1.RequestClockSkew before its time.
+	cancel   time.Time
+	cancelAt time.Time
 	// invalid are the annotations whose value is not an RFC 3339 time: each is ignored.
 	invalid []error
 }
@@ -35,9 +33,11 @@ type requests struct {
 // readRequests reads the request annotations and says which are pending against the stored
 // status and rec, the current run once the Jobs are folded in. A run request is satisfied by the
 // run started for it and by any run of a later time (a schedule time at or after it): rec's time
-// not before it. A request later than now waits until then (clock skew between the client that
-// set it and the operator is at most a few seconds; a time set by hand far ahead means "then").
-// The operator looks again when such a request becomes pending (plan.requestAt).
+// not before it. A run request later than now waits until then (clock skew between the client
+// that set it and the operator is at most a few seconds; a time set by hand far ahead means
+// "then"). A cancel up to v1.RequestClockSkew ahead is taken as made now: waiting for its time
+// would stop whatever run is current then, not the one the user saw. The operator looks again
+// when a request set for later becomes pending (plan.requestAt).
 func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	var q requests
 	run, err := requestTime(task, v1.AnnotationRunRequested)
@@ -57,13 +57,10 @@ func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	}
 	switch {
 	case !cancel.After(timeOf(task.Status.CancelRequest)):
-	case !cancel.After(now):
+	case !cancel.After(now.Add(v1.RequestClockSkew)):
 		q.cancel = cancel
 	default:
-		q.cancelAt = cancel
-		if !cancel.After(now.Add(v1.RequestClockSkew)) {
-			q.cancelAhead = cancel
-		}
+		q.cancelAt = cancel.Add(-v1.RequestClockSkew)
 	}
 	return q
 }
@@ -86,17 +83,16 @@ func requestTime(task *v1.Task, key string) (time.Time, error) {
 	return t.UTC().Truncate(time.Second), nil
 }
 
-// cancelledByRequest says the pending run request was made before the pending cancel request,
-// or before one at most v1.RequestClockSkew ahead: the cancel applies to it too, so it starts no
-// run (it is recorded as honoured). Requests of the same second cannot be ordered; the run
-// stands (the plugin stamps a request one second after a pending request of the other kind, so
-// that its own are never of the same second).
+// cancelledByRequest says the pending run request was made before the pending cancel request:
+// the cancel applies to it too, so it starts no run (it is recorded as honoured). Requests of
+// the same second cannot be ordered; the run stands (the plugin stamps a request one second
+// after a pending request of the other kind, so that its own are never of the same second).
 func (q requests) cancelledByRequest() bool {
-	return !q.run.IsZero() && (q.cancel.After(q.run) || q.cancelAhead.After(q.run))
+	return !q.run.IsZero() && !q.cancel.IsZero() && q.cancel.After(q.run)
 }
 
-// lookAgainAt is when a request later than the operator's clock becomes pending: the earlier
-// of the two; zero if neither waits.
+// lookAgainAt is when a request set for later becomes pending: the earlier of the two; zero if
+// neither waits.
 func (q requests) lookAgainAt() time.Time {
 	switch {
 	case q.runAt.IsZero():

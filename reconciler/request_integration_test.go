@@ -136,10 +136,10 @@ func TestCancelOfAHangingRun(t *testing.T) {
 	}
 }
 
-// TestACancelAheadOfTheOperatorsClockStopsTheRunAtItsTime: a cancel stamped a few seconds ahead
-// (the client's clock runs ahead of the operator's) stops a hanging run once its time comes,
-// though the run's Job sends no event that would bring the Task back.
-func TestACancelAheadOfTheOperatorsClockStopsTheRunAtItsTime(t *testing.T) {
+// TestACancelAheadOfTheOperatorsClockStopsTheRun: a cancel stamped a few seconds ahead (the
+// client's clock runs ahead of the operator's) stops a hanging run, whose Job sends no event
+// that would bring the Task back later.
+func TestACancelAheadOfTheOperatorsClockStopsTheRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	task := e.create(e.task("ahead", withLabels(testenv.OutcomeLabel, testenv.OutcomeHang), withRetries(2)))

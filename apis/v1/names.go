@@ -127,6 +127,6 @@ func NameHash(name string) string {
 // be one made now on a clock a little ahead (or stamped a second after another request by the
 // plugin, which orders a run request and a cancel made in the same second that way). A request
 // further ahead was set by hand for then. Both the operator and `kubectl task` read it: a cancel
-// this close ahead drops a pending run request earlier than it at once, and the plugin puts a
-// request made now after a pending one this close ahead.
+// this close ahead is carried out at once (and drops a pending run request earlier than it),
+// and the plugin puts a request made now after a pending one this close ahead.
 const RequestClockSkew = time.Minute
