@@ -33,19 +33,7 @@ func TestConvertGivesAnEmptyRetryTheMaxRetriesTheClusterStores(t *testing.T) {
 		{"v1beta1", "spec.maxRetries"},
 	} {
 		t.Run(tc.to, func(t *testing.T) {
-			got, err := convertDocument([]byte(doc), tc.to)
-			if err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			var obj map[string]any
-			if err := yaml.Unmarshal(got, &obj); err != nil {
-				t.Fatal(err)
-			}
-			var v any = obj
-			for _, k := range strings.Split(tc.path, ".") {
-				m, _ := v.(map[string]any)
-				v = m[k]
-			}
+			got, v := convertedField(t, doc, tc.to, tc.path)
 			if n, ok := v.(float64); !ok || n != 3 {
 				t.Errorf("%s is %v, want 3 as the cluster stores it:\n%s", tc.path, v, got)
 			}
@@ -80,22 +68,30 @@ func TestConvertGivesAnOldVersionsTaskTheDefaultsOfItsSchema(t *testing.T) {
 			"v1", "spec.retry.maxRetries", float64(0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := convertDocument([]byte(tc.doc), tc.to)
-			if err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			var obj map[string]any
-			if err := yaml.Unmarshal(got, &obj); err != nil {
-				t.Fatal(err)
-			}
-			var v any = obj
-			for _, k := range strings.Split(tc.path, ".") {
-				m, _ := v.(map[string]any)
-				v = m[k]
-			}
+			got, v := convertedField(t, tc.doc, tc.to, tc.path)
 			if v != tc.want {
 				t.Errorf("%s is %v, want %v as the cluster stores it:\n%s", tc.path, v, tc.want, got)
 			}
 		})
 	}
+}
+
+// convertedField converts doc to version and returns the output and the value at its dotted
+// path (nil where there is none).
+func convertedField(t *testing.T, doc, version, dotted string) ([]byte, any) {
+	t.Helper()
+	got, err := convertDocument([]byte(doc), version)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(got, &obj); err != nil {
+		t.Fatal(err)
+	}
+	var v any = obj
+	for _, k := range strings.Split(dotted, ".") {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return got, v
 }

@@ -1,12 +1,10 @@
 package conversion
 
 import (
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // TestWithSchemaDefaultsAppliesEveryDefaultOfAnOldVersionsSchema: for every default anywhere in
@@ -14,14 +12,7 @@ import (
 // written at that version without the field gets it from WithSchemaDefaults, as the apiserver
 // gives it before it converts; offline conversion (kubectl task convert) relies on that.
 func TestWithSchemaDefaultsAppliesEveryDefaultOfAnOldVersionsSchema(t *testing.T) {
-	data, err := os.ReadFile("../config/crd/bases/example.com_tasks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apix.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := generatedCRD(t)
 	for _, v := range crd.Spec.Versions {
 		if _, ok := spokes[v.Name]; !ok {
 			continue

@@ -12,14 +12,7 @@ import (
 // TestSpokeDefaultsMatchTheCRD: the defaults an apply at an old version gives a field it drops
 // are every scalar default of that version's schema below spec, as the apiserver applies them.
 func TestSpokeDefaultsMatchTheCRD(t *testing.T) {
-	data, err := os.ReadFile("../config/crd/bases/example.com_tasks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apix.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := generatedCRD(t)
 	for _, v := range crd.Spec.Versions {
 		s, ok := spokes[v.Name]
 		if !ok {
@@ -44,4 +37,18 @@ func TestSpokeDefaultsMatchTheCRD(t *testing.T) {
 			t.Errorf("%s: the spoke's defaults are not its schema's (-schema +table):\n%s", v.Name, diff)
 		}
 	}
+}
+
+// generatedCRD is the Task CRD as make manifests generates it.
+func generatedCRD(t *testing.T) *apix.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile("../config/crd/bases/example.com_tasks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apix.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
 }

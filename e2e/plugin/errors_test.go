@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -124,19 +125,7 @@ func TestCompletionScripts(t *testing.T) {
 func TestRunsWatchPrintsARunAsItChanges(t *testing.T) {
 	ns := setUp(t)
 	apply(t, ns, task("slow", `e2e.example.com/run-seconds: "3"`, "  suspend: true\n"))
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", "task", "runs", "slow", "-n", ns, "--watch")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startWatch(t, 2*time.Minute, "slow", ns)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	lines := bufio.NewScanner(stdout)
 	// The header comes first: nothing ran yet.
@@ -166,19 +155,7 @@ func TestRunsWatchPrintsEachExistingRunOnce(t *testing.T) {
 	ns := setUp(t)
 	apply(t, ns, task("done", "", ""))
 	waitFor(t, ns, "done", "Succeeded")
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", "task", "runs", "done", "-n", ns, "--watch")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startWatch(t, time.Minute, "done", ns)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -209,4 +186,24 @@ read:
 	if len(seen) != 2 || !strings.HasPrefix(seen[0], "ATTEMPT") || !strings.Contains(seen[1], "done-0-1") || !strings.Contains(seen[1], "Succeeded") {
 		t.Errorf("runs --watch of a finished Task: want the header and done-0-1 Succeeded once, got:\n%s\nstderr: %s", strings.Join(seen, "\n"), stderr.String())
 	}
+}
+
+// startWatch starts `kubectl task runs TASK -n NS --watch`, ended within timeout; the caller
+// reads stdout and stops the command.
+func startWatch(t *testing.T, timeout time.Duration, task, ns string) (*exec.Cmd, io.Reader, *strings.Builder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, "kubectl", "task", "runs", task, "-n", ns, "--watch")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
 }

@@ -84,10 +84,16 @@ type result struct {
 // stdin, and returns what it printed and its exit code.
 func kubectl(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	return kubectlWith(t, 2*time.Minute, []string{"KUBECONFIG=" + cluster.KubeconfigPath}, stdin, args...)
+}
+
+// kubectlWith runs kubectl with env added to this process's environment, within timeout.
+func kubectlWith(t *testing.T, timeout time.Duration, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "kubectl", args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	err := cmd.Run()

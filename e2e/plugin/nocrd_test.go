@@ -1,11 +1,9 @@
 package plugin_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,25 +26,10 @@ func clusterWithoutCRD(t *testing.T) (*testenv.ControlPlane, func(args ...string
 	}
 	cp := testenv.StartT(t, testenv.Options{CRDPaths: []string{}})
 	cache := t.TempDir()
+	env := []string{"KUBECONFIG=" + cp.KubeconfigPath, "PATH=" + filepath.Dir(plugin) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	run := func(args ...string) result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "kubectl", append(append([]string{"task"}, args...), "--cache-dir", cache)...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath,
-			"PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errOut.String()}
-		var exit *exec.ExitError
-		switch {
-		case errors.As(err, &exit):
-			r.code = exit.ExitCode()
-		case err != nil:
-			t.Fatalf("kubectl task %s: %v", strings.Join(args, " "), err)
-		}
-		return r
+		return kubectlWith(t, time.Minute, env, "", append(append([]string{"task"}, args...), "--cache-dir", cache)...)
 	}
 	return cp, run
 }
