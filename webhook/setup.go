@@ -143,7 +143,7 @@ func Setup(mgr manager.Manager, o Options, served *cert.Served) error {
 	register(mutatePath, &crwebhook.Admission{Handler: Mutator{}})
 	var usage *UsageRecorder
 	if o.UsageInterval > 0 {
-		usage = NewUsageRecorder(mgr.GetClient(), o.Namespace, o.UsageInterval)
+		usage = NewUsageRecorder(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, o.UsageInterval)
 		if err := mgr.Add(usage); err != nil {
 			return fmt.Errorf("add the version usage record: %w", err)
 		}

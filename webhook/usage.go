@@ -69,6 +69,7 @@ func userClass(user string) string {
 // the one seen least recently makes room.
 type UsageRecorder struct {
 	c         client.Client
+	live      client.Reader
 	namespace string
 	interval  time.Duration
 	replica   string
@@ -87,11 +88,13 @@ type UsageRecorder struct {
 
 type usageKey struct{ version, user, agent string }
 
-// NewUsageRecorder records into namespace's ConfigMap through c every interval.
-func NewUsageRecorder(c client.Client, namespace string, interval time.Duration) *UsageRecorder {
+// NewUsageRecorder records into namespace's ConfigMap through c every interval; live reads the
+// record a restarted replica resumes. It must read the API server, not a cache: a cache of
+// ConfigMaps would watch every namespace's, which the operator may not list.
+func NewUsageRecorder(c client.Client, live client.Reader, namespace string, interval time.Duration) *UsageRecorder {
 	host, _ := os.Hostname()
 	return &UsageRecorder{
-		c: c, namespace: namespace, interval: interval, replica: configMapKey(host), now: time.Now,
+		c: c, live: live, namespace: namespace, interval: interval, replica: configMapKey(host), now: time.Now,
 		since: time.Now().UTC(), entries: map[usageKey]*versions.UsageEntry{},
 	}
 }
@@ -327,7 +330,7 @@ func (r *UsageRecorder) resume(ctx context.Context) error {
 		return nil
 	}
 	var cm corev1.ConfigMap
-	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: versions.UsageConfigMap}, &cm)
+	err := r.live.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: versions.UsageConfigMap}, &cm)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -340,14 +343,13 @@ func (r *UsageRecorder) resume(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resumed = true
-	if len(stored.Entries) == 0 {
-		return nil
-	}
-	r.dirty = true
 	if !stored.Since.IsZero() && stored.Since.Before(r.since) {
 		r.since = stored.Since
 	}
 	r.evicted += stored.Evicted
+	if len(stored.Entries) > 0 {
+		r.dirty = true
+	}
 	for _, e := range stored.Entries {
 		k := usageKey{version: e.Version, user: e.User, agent: e.Agent}
 		if have, ok := r.entries[k]; ok {

@@ -38,7 +38,7 @@ func TestARestartedReplicaKeepsTheWritersItsKeyRecorded(t *testing.T) {
 		Data:       map[string]string{"pod-a": string(raw), "pod-b": `{"replica":"pod-b"}`},
 	}).Build()
 
-	r := NewUsageRecorder(c, "ns", time.Minute)
+	r := NewUsageRecorder(c, c, "ns", time.Minute)
 	r.replica = "pod-a"
 	now := began.Add(10 * time.Minute)
 	r.now = func() time.Time { return now }

@@ -63,7 +63,7 @@ func TestAgentIsTheRequestsFieldManagerAndNeverTheNewestEntry(t *testing.T) {
 }
 
 func TestUsageRecordIsBoundedAndSkipsDryRuns(t *testing.T) {
-	r := NewUsageRecorder(nil, "ns", time.Minute)
+	r := NewUsageRecorder(nil, nil, "ns", time.Minute)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	r.now = func() time.Time { return now }
 	r.observe(usageRequest(t, "v1alpha1", "dry", `{}`, nil, true))
@@ -94,7 +94,7 @@ func TestUsageRecordIsBoundedAndSkipsDryRuns(t *testing.T) {
 // (every controller's, every up-to-date client's) must not push such a writer out of it, or
 // retire's writers check passes a client that wrote at v1alpha1 a minute ago.
 func TestUsageRecordKeepsAnOldVersionWriterWhenStorageVersionWritersFillIt(t *testing.T) {
-	r := NewUsageRecorder(nil, "ns", time.Minute)
+	r := NewUsageRecorder(nil, nil, "ns", time.Minute)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	r.now = func() time.Time { return now }
 	r.observe(usageRequest(t, "v1alpha1", "legacy", `{"fieldManager":"old-tool"}`, nil, false))

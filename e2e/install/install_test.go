@@ -32,6 +32,7 @@ import (
 
 	"example.com/task-operator/internal/kubelet"
 	"example.com/task-operator/internal/testenv"
+	"example.com/task-operator/versions"
 )
 
 const (
@@ -441,6 +442,21 @@ func (e *env) rollingRestart() {
 		t.Error(err)
 	}
 	e.checkInstalled(imageV1)
+	// The replicas record who writes at which version as their ServiceAccount may (the old ones
+	// at shutdown at the latest): the traffic created a Task at v1alpha1.
+	e.eventually("the write at v1alpha1 in the version usage record", time.Minute, func(ctx context.Context) (bool, error) {
+		var cm corev1.ConfigMap
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: versions.UsageConfigMap}, &cm); err != nil {
+			return false, err
+		}
+		records, bad := versions.DecodeUsage(cm.Data)
+		for _, r := range records {
+			if slices.ContainsFunc(r.Entries, func(e versions.UsageEntry) bool { return e.Version == "v1alpha1" }) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no entry at v1alpha1 in %d records (%v unreadable)", len(records), bad)
+	})
 }
 
 // watchDrain waits for the first old replica to be deleted, then checks that it fails
