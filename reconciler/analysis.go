@@ -396,7 +396,7 @@ func laterFailureTold(task *v1.Task, stored *runRecord) *laterFailure {
 	rest, ok := strings.CutPrefix(task.Status.LastError, "Job ")
 	name, _, _ := strings.Cut(rest, " ")
 	run, named := runFromAnyName(task.Name, name)
-	if !ok || !named || !run.less(stored.run) {
+	if !ok || !named || !run.Scheduled.Before(stored.run.Scheduled) {
 		return nil
 	}
 	return &laterFailure{after: stored.run, failed: runRecord{run: run, job: v1.JobReference{Name: name}, outcome: v1.RunFailed}}

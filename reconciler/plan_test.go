@@ -662,23 +662,27 @@ func TestAnEarlierRunsFailureGoesWhenTheScheduleIsRemoved(t *testing.T) {
 }
 
 // TestALastErrorNamingNoEarlierRunIsClearedOnASucceededTask: a lastError written by hand (with
-// tasks/status rights) on a Task whose run succeeded tells no later failure: the next status
-// clears it, for a one-shot and a scheduled Task alike.
+// tasks/status rights) on a Task whose run succeeded tells no later failure, nor does one naming
+// an earlier attempt of that same run (it failed before the success): the next status clears
+// it, for a one-shot and a scheduled Task alike.
 func TestALastErrorNamingNoEarlierRunIsClearedOnASucceededTask(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		task *v1.Task
 		job  observedJob
 	}{
-		{"one-shot", newTask(), oneShotJob(1, jobActive, 0)},
-		{"scheduled", newTask(scheduled(v1.ForbidConcurrent)), schedJob(60, 1, jobActive, 0)},
+		{"one-shot", newTask(), oneShotJob(2, jobActive, 0)},
+		{"scheduled", newTask(scheduled(v1.ForbidConcurrent)), schedJob(60, 2, jobActive, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task, jobs := tc.task, []observedJob{tc.job}
 			task.Status = roundTrip(t, computeStatus(task, jobs, at(60)))
 			jobs[0].State, jobs[0].Finished = jobSucceeded, at(70)
 			task.Status = roundTrip(t, computeStatus(task, jobs, at(71)))
-			for _, hand := range []string{"written by hand", "Job someone-else-0-1 failed: X", "Job " + jobs[0].Name + " failed: X"} {
+			earlier := jobs[0]
+			earlier.Run.Attempt--
+			earlier.Name = jobName("t", earlier.Run)
+			for _, hand := range []string{"written by hand", "Job someone-else-0-1 failed: X", "Job " + jobs[0].Name + " failed: X", "Job " + earlier.Name + " failed: X"} {
 				task.Status.LastError = hand
 				task.Status = roundTrip(t, computeStatus(task, jobs, at(72)))
 				if st := task.Status; st.LastError != "" || conditionTrue(st.Conditions, v1.ConditionFailed) {

@@ -376,3 +376,23 @@ func TestRequestAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// TestARunRequestBeforeAnHonouredCancelDoesNotStart: `rerun` then `cancel` in one second from a
+// client whose clock runs ahead send a run request and a cancel a second after it, both ahead of
+// the operator's clock. The cancel is honoured at once; when the run request's time comes it is
+// still before that cancel, which drops it: no run starts.
+func TestARunRequestBeforeAnHonouredCancelDoesNotStart(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)})
+	s := &sim{t: t, task: newTask(done, request(v1.AnnotationRunRequested, at(62)), request(v1.AnnotationCancelRequested, at(63)))}
+	if p := s.step(at(60)); p.create != nil || !timeOf(s.task.Status.CancelRequest).Equal(at(63)) {
+		t.Fatalf("at 60s: started %s, cancelRequest %v; want nothing started and the cancel honoured", created(p), s.task.Status.CancelRequest)
+	}
+	for _, now := range []time.Time{at(62), at(63), at(100)} {
+		if p := s.step(now); p.create != nil {
+			t.Fatalf("at %s the run request the cancel dropped started %s", now, created(p))
+		}
+	}
+	if st := s.task.Status; !timeOf(st.RunRequest).Equal(at(62)) {
+		t.Errorf("runRequest %v: the dropped request is recorded as honoured", st.RunRequest)
+	}
+}
