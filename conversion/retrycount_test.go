@@ -17,7 +17,8 @@ func TestARetryCountOutOfRangeGoesAcrossAndBackUnchanged(t *testing.T) {
 		retryCount   int64
 		wantAttempts int64
 	}{
-		{"negative", -5, -4},
+		{"negative", -5, -5},
+		{"minus one", -1, -1},
 		{"one past what v1 counts", math.MaxInt32, math.MinInt32},
 		{"the most v1 counts", math.MaxInt32 - 1, math.MaxInt32},
 		{"none, with a Job", 0, 1},

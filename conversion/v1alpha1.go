@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"math"
+
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/apis/v1alpha1"
 )
@@ -76,11 +78,15 @@ func v1alpha1ToV1(src *v1alpha1.Task, dst *taskv1.Task) error {
 		dst.Status.LastJob = &taskv1.JobReference{Name: st.LastJobName}
 	}
 	// retryCount counts retries; attempts counts runs, the first one included. A count out of
-	// the schema's range (an earlier release took any) goes across and back unchanged, int32
-	// wrapping included, so that a write of it meets the schema's bounds, which see the object
-	// converted back, and a stored one still reads.
-	if st.RetryCount != 0 || st.LastJobName != "" {
-		dst.Status.Attempts = st.RetryCount + 1
+	// the schema's range (an earlier release took any) goes across and back unchanged, so that
+	// a write of it meets the schema's bounds, which see the object converted back, and a
+	// stored one still reads: a negative one as itself, 2147483647 by int32 wrapping to
+	// -2147483648 (which, as a negative count, is the one value that does not come back).
+	switch r := st.RetryCount; {
+	case r < 0:
+		dst.Status.Attempts = r
+	case r > 0 || st.LastJobName != "":
+		dst.Status.Attempts = r + 1
 	}
 	return nil
 }
@@ -115,7 +121,12 @@ func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {
 	if st.LastJob != nil {
 		dst.Status.LastJobName = st.LastJob.Name
 	}
-	if st.Attempts > 1 || st.Attempts < 0 {
-		dst.Status.RetryCount = st.Attempts - 1
+	switch a := st.Attempts; {
+	case a == math.MinInt32:
+		dst.Status.RetryCount = math.MaxInt32
+	case a < 0:
+		dst.Status.RetryCount = a
+	case a > 1:
+		dst.Status.RetryCount = a - 1
 	}
 }
