@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -252,6 +254,16 @@ func (u *uninstallEnv) installCRD() {
 			}
 		}
 		return false, fmt.Errorf("%+v", crd.Status.Conditions)
+	})
+	// Established comes before discovery lists the resource; a manager started in between cannot
+	// map the Task kind.
+	dc, err := discovery.NewDiscoveryClientForConfig(u.cfg)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	testenv.Eventually(u.t, waitTimeout, "discovery to list the Tasks", func(context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(v1.GroupVersion.String())
+		return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == v1.Resource }), err
 	})
 	u.connect() // a fresh REST mapping for the Task kind
 }
