@@ -26,8 +26,6 @@ type requests struct {
 	// further ahead, set for then: it becomes pending v1.RequestClockSkew before its time.
 	cancel   time.Time
 	cancelAt time.Time
-	// cancelled is the cancel request status.cancelRequest records as honoured.
-	cancelled time.Time
 	// invalid are the annotations whose value is not an RFC 3339 time: each is ignored.
 	invalid []error
 }
@@ -57,7 +55,6 @@ func readRequests(task *v1.Task, rec *runRecord, now time.Time) requests {
 	if err != nil {
 		q.invalid = append(q.invalid, err)
 	}
-	q.cancelled = timeOf(task.Status.CancelRequest)
 	switch {
 	case !cancel.After(timeOf(task.Status.CancelRequest)):
 	case !cancel.After(now.Add(v1.RequestClockSkew)):
@@ -86,14 +83,26 @@ func requestTime(task *v1.Task, key string) (time.Time, error) {
 	return t.UTC().Truncate(time.Second), nil
 }
 
-// cancelledByRequest says the pending run request was made before the pending cancel request,
-// or before the one already honoured (a cancel a little ahead of the clock is honoured at once,
-// while a run request stamped before it may still be ahead): the cancel applies to it too, so
-// it starts no run (it is recorded as honoured). Requests of the same second cannot be ordered;
-// the run stands (the plugin stamps a request one second after a pending request of the other
-// kind, so that its own are never of the same second).
+// droppedRun is the run request the pending cancel request applies to as well, zero if none: one
+// made before it, pending or still ahead of the clock (a cancel a little ahead is honoured at
+// once, and a run request stamped a second before it may be ahead too). It starts no run and is
+// recorded as honoured. Requests of the same second cannot be ordered; the run stands (the
+// plugin stamps a request one second after a pending request of the other kind, so that its own
+// are never of the same second).
+func (q requests) droppedRun() time.Time {
+	r := q.run
+	if r.IsZero() {
+		r = q.runAt
+	}
+	if r.IsZero() || !q.cancel.After(r) {
+		return time.Time{}
+	}
+	return r
+}
+
+// cancelledByRequest says the pending run request is dropped (droppedRun).
 func (q requests) cancelledByRequest() bool {
-	return !q.run.IsZero() && (q.cancel.After(q.run) || q.cancelled.After(q.run))
+	return !q.run.IsZero() && !q.droppedRun().IsZero()
 }
 
 // lookAgainAt is when a request set for later becomes pending: the earlier of the two; zero if
@@ -133,8 +142,8 @@ func honouredRunRequest(task *v1.Task, a analysis) *metav1.Time {
 	if r, _ := requestTime(task, v1.AnnotationRunRequested); r.After(h) && a.rec != nil && !a.rec.run.Scheduled.Before(r) {
 		h = r
 	}
-	if a.requests.cancelledByRequest() && a.requests.run.After(h) {
-		h = a.requests.run
+	if d := a.requests.droppedRun(); d.After(h) {
+		h = d
 	}
 	return timePtr(h)
 }

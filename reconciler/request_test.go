@@ -396,3 +396,33 @@ func TestARunRequestBeforeAnHonouredCancelDoesNotStart(t *testing.T) {
 		t.Errorf("runRequest %v: the dropped request is recorded as honoured", st.RunRequest)
 	}
 }
+
+// TestARunRequestMadeAfterACancelWasCarriedOutStarts: a cancel drops only a run request made
+// before it and known while it is pending. A run request made once the cancel was carried out
+// starts, even when it is stamped before that cancel: by a client whose clock is behind, or
+// before a cancel set by hand for later and carried out a minute early, or while a cancel
+// honoured ahead of the clock still names a later time.
+func TestARunRequestMadeAfterACancelWasCarriedOutStarts(t *testing.T) {
+	done := withStatus(v1.TaskStatus{Phase: v1.PhaseSucceeded, Attempts: 1, CurrentRun: run(0, 1, v1.RunSucceeded, 50)})
+	for _, tc := range []struct {
+		name            string
+		cancel, carried time.Time // the cancel's time, and when the operator carries it out
+		request, madeAt time.Time // the run request's time, and when it is made
+	}{
+		{"a rerun from a clock behind", at(60), at(60), at(58), at(61)},
+		{"a cancel set by hand for later", at(3600), at(3600).Add(-v1.RequestClockSkew), at(3570), at(3570)},
+		{"a cancel honoured ahead of the clock", at(100), at(75), at(80), at(80)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &sim{t: t, task: newTask(done, request(v1.AnnotationCancelRequested, tc.cancel))}
+			s.step(tc.carried)
+			if !timeOf(s.task.Status.CancelRequest).Equal(tc.cancel) {
+				t.Fatalf("the cancel was not carried out at %s: cancelRequest %v", tc.carried, s.task.Status.CancelRequest)
+			}
+			request(v1.AnnotationRunRequested, tc.request)(s.task)
+			if p := s.step(tc.madeAt); p.create == nil || !p.create.Scheduled.Equal(tc.request) {
+				t.Errorf("the run request for %s made at %s started %s; want its run", tc.request, tc.madeAt, created(p))
+			}
+		})
+	}
+}
