@@ -206,12 +206,19 @@ const maxClockSkew = taskv1.RequestClockSkew
 
 // cancelRequestTime is the time a cancel made at now is sent with: now, or one second after a
 // pending run request of this second or a little later (a run asked for one second after an
-// earlier cancel), since the operator drops only a run request strictly before the cancel.
+// earlier cancel), since the operator drops only a run request strictly before the cancel, or
+// one second after a cancel the operator honoured for a time a little ahead.
 func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
+	at := now
 	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) && !r.After(now.Add(maxClockSkew)) {
-		return r.Add(time.Second)
+		at = r.Add(time.Second)
 	}
-	return now
+	// The operator honours a cancel up to maxClockSkew ahead at once: one another client sent
+	// from a clock ahead may be recorded later than now, and a cancel not after it is ignored.
+	if h := timeOf(task.Status.CancelRequest).UTC().Truncate(time.Second); !now.After(h) && !h.After(now.Add(maxClockSkew)) && !at.After(h) {
+		at = h.Add(time.Second)
+	}
+	return at
 }
 
 // runRequestTime is the time a run or rerun request made at now is sent with: now, unless a

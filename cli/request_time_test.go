@@ -99,24 +99,33 @@ func TestARunRequestTheOperatorTakesAsAnsweredIsNotSent(t *testing.T) {
 
 // TestCancelCoversAPendingRunRequestAheadOfNow: a run request sent one second after a cancel
 // (see TestRunRequestIsSentAfterAPendingCancel) is still pending when the user cancels again in
-// the same second; the new cancel is sent at the run request's time so that it covers it.
+// the same second; the new cancel is sent at the run request's time so that it covers it. A
+// cancel the operator honoured for a time a little ahead (another client's clock runs ahead)
+// is followed the same way, so that the new one is not ignored.
 func TestCancelCoversAPendingRunRequestAheadOfNow(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		name string
-		run  string
-		want time.Time
+		name     string
+		run      string
+		honoured time.Time // status.cancelRequest
+		want     time.Time
 	}{
 		{name: "no run request", want: now},
 		{name: "a pending run request a second ahead", run: now.Add(time.Second).Format(time.RFC3339), want: now.Add(2 * time.Second)},
 		{name: "a pending run request of this second", run: now.Format(time.RFC3339), want: now.Add(time.Second)},
 		{name: "a pending run request in the past", run: now.Add(-time.Minute).Format(time.RFC3339), want: now},
+		{name: "a cancel honoured 30s ahead (another client's clock)", honoured: now.Add(30 * time.Second), want: now.Add(31 * time.Second)},
+		{name: "a cancel honoured an hour ahead (set by hand)", honoured: now.Add(time.Hour), want: now},
+		{name: "a cancel honoured before", honoured: now.Add(-time.Second), want: now},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := &taskv1.Task{}
 			task.Name = "report"
 			if tc.run != "" {
 				task.Annotations = map[string]string{taskv1.AnnotationRunRequested: tc.run}
+			}
+			if !tc.honoured.IsZero() {
+				task.Status.CancelRequest = &metav1.Time{Time: tc.honoured}
 			}
 			if got := cancelRequestTime(task, now); !got.Equal(tc.want) {
 				t.Errorf("run-requested %q: cancel requested at %s, want %s", tc.run, got, tc.want)
