@@ -95,7 +95,9 @@ func runRuns(ctx context.Context, c *clients, name string, printer printers.Reso
 		return err
 	}
 	runs := runsOf(task, jobs)
-	if len(runs) == 0 && !watchFlag {
+	// A person reading the table is told why it is empty; a script asking for -o json or the
+	// like gets an empty list, as kubectl get gives one.
+	if len(runs) == 0 && !watchFlag && printer == nil {
 		return fmt.Errorf("task %q in namespace %q has no runs yet (phase %s)", task.Name, task.Namespace, phaseOr(task))
 	}
 	if printer == nil {

@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -63,9 +64,17 @@ func TestBadInputIsOneLineNamingTheObject(t *testing.T) {
 			}
 		})
 	}
-	// The Task that exists but has no runs still has a status to show.
+	// The Task that exists but has no runs still has a status to show, and -o json an empty
+	// list of runs, as kubectl get does.
 	contains(t, "status of a Task with no runs", ok(t, "task", "status", "idle", "-n", ns),
 		"Suspended:", "yes", "Current run:", "<none yet>")
+	var none struct {
+		Kind  string
+		Items []any
+	}
+	if err := json.Unmarshal([]byte(ok(t, "task", "runs", "idle", "-n", ns, "-o", "json")), &none); err != nil || none.Kind != "List" || len(none.Items) != 0 {
+		t.Errorf("runs -o json of a Task with no runs: %+v, %v; want an empty List", none, err)
+	}
 }
 
 // TestATaskBeingDeletedTakesNoRequestAndSaysSo: a Task that another finalizer keeps in its
