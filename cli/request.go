@@ -198,24 +198,18 @@ func runRequestPending(task *taskv1.Task) bool {
 	return run == nil || run.ScheduledTime == nil || run.ScheduledTime.Time.Before(r)
 }
 
-// maxClockSkew is how far ahead of this machine's clock another request may be and still be
-// taken as made now on a clock a little ahead (or a second ahead by the plugin's own stamping).
-// A request further ahead was set by hand for then: the operator waits for its time, and a
-// request made now is not put after it.
-const maxClockSkew = taskv1.RequestClockSkew
-
 // cancelRequestTime is the time a cancel made at now is sent with: now, or one second after a
 // pending run request of this second or a little later (a run asked for one second after an
 // earlier cancel), since the operator drops only a run request strictly before the cancel, or
 // one second after a cancel the operator honoured for a time a little ahead.
 func cancelRequestTime(task *taskv1.Task, now time.Time) time.Time {
 	at := now
-	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) && !r.After(now.Add(maxClockSkew)) {
+	if r, ok := annotationTime(task, taskv1.AnnotationRunRequested); ok && runRequestPending(task) && !now.After(r) && !r.After(now.Add(taskv1.RequestClockSkew)) {
 		at = r.Add(time.Second)
 	}
-	// The operator honours a cancel up to maxClockSkew ahead at once: one another client sent
+	// The operator honours a cancel up to taskv1.RequestClockSkew ahead at once: one another client sent
 	// from a clock ahead may be recorded later than now, and a cancel not after it is ignored.
-	if h := timeOf(task.Status.CancelRequest).UTC().Truncate(time.Second); !now.After(h) && !h.After(now.Add(maxClockSkew)) && !at.After(h) {
+	if h := timeOf(task.Status.CancelRequest).UTC().Truncate(time.Second); !now.After(h) && !h.After(now.Add(taskv1.RequestClockSkew)) && !at.After(h) {
 		at = h.Add(time.Second)
 	}
 	return at
@@ -231,7 +225,7 @@ func runRequestTime(task *taskv1.Task, now time.Time) time.Time {
 		return now
 	}
 	pending := !cancel.Before(now) || cancel.After(timeOf(task.Status.CancelRequest))
-	if pending && !now.After(cancel) && !cancel.After(now.Add(maxClockSkew)) {
+	if pending && !now.After(cancel) && !cancel.After(now.Add(taskv1.RequestClockSkew)) {
 		return cancel.Add(time.Second)
 	}
 	return now
