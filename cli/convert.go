@@ -42,7 +42,9 @@ one after another. Documents that are not Tasks, the separators and their commen
 unchanged, byte for byte, and a file without a Task to change is not written; the Tasks among the items
 of a List (as kubectl get tasks -o yaml saves them) are converted. A Task is rewritten with
 its keys sorted, as YAML (as JSON if it was written as JSON): comments inside it are lost. The result is printed (documents
-separated by ---), or written back over each file with --in-place.
+separated by ---; when several files are printed, each value of a JSON stream is a document of
+its own, so that kubectl apply -f - reads them all), or written back over each file with
+--in-place.
 
 A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1,
 unless its value is the default the cluster gives back) is refused with an error naming the field, as is a manifest the converter cannot read.`,
@@ -79,6 +81,7 @@ func runConvert(co convertOptions, in io.Reader, out io.Writer) error {
 		return err
 	}
 	first := true
+	several := len(paths) > 1
 	for _, p := range paths {
 		name, data, err := readManifest(p, in)
 		if err != nil {
@@ -100,6 +103,9 @@ func runConvert(co convertOptions, in io.Reader, out io.Writer) error {
 			fmt.Fprintln(out, "---")
 		}
 		first = false
+		if several {
+			converted = documentsOfAStream(converted)
+		}
 		if _, err := out.Write(converted); err != nil {
 			return err
 		}
@@ -109,6 +115,27 @@ func runConvert(co convertOptions, in io.Reader, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// documentsOfAStream gives a JSON stream of two or more values as documents separated by ---.
+// Printed files are joined with ---, and kubectl reads a stream that has had two JSON values as
+// JSON to its end: a --- after them, or a JSON stream inside a YAML stream, fails it. One
+// value per document reads in either. Anything else comes back as it is.
+func documentsOfAStream(data []byte) []byte {
+	segs, err := splitManifest(data)
+	if err != nil {
+		return data
+	}
+	var values [][]byte
+	for _, s := range segs {
+		if s.json {
+			values = append(values, s.text)
+		}
+	}
+	if len(values) < 2 {
+		return data
+	}
+	return append(bytes.Join(values, []byte("\n---\n")), '\n')
 }
 
 // readManifest reads the file p, or in for -, and returns the name errors give it.

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // writeManifest writes text to a file named name in a new directory and returns its path.
@@ -151,5 +157,80 @@ spec:
 	}
 	if got, _ := os.ReadFile(p); string(got) != text {
 		t.Fatalf("a Task with nothing to convert was rewritten:\n%s", got)
+	}
+}
+
+// TestSeveralPrintedFilesReadBackAsKubectlReadsThem: convert joins the files it prints with ---.
+// kubectl apply -f - reads a stream that has had two JSON values as JSON to its end, so a JSON
+// stream among the files, first or later, must come out one value per document for every
+// object to be read back.
+func TestSeveralPrintedFilesReadBackAsKubectlReadsThem(t *testing.T) {
+	stream := `{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"j1"},"spec":{"type":"shell","shell":"echo 1"}}
+{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"between"}}
+{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"j2"},"spec":{"type":"shell","shell":"echo 2"}}
+`
+	single := `{"apiVersion":"example.com/v1alpha1","kind":"Task","metadata":{"name":"one"},"spec":{"type":"shell","shell":"echo"}}`
+	yamlTasks := `apiVersion: example.com/v1alpha1
+kind: Task
+metadata: {name: y1}
+spec: {type: shell, shell: echo}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: y2}
+`
+	tests := []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"a JSON stream first", []string{stream, yamlTasks}, []string{"j1", "between", "j2", "y1", "y2"}},
+		{"a JSON stream last", []string{yamlTasks, stream}, []string{"y1", "y2", "j1", "between", "j2"}},
+		{"two JSON streams", []string{stream, stream}, []string{"j1", "between", "j2", "j1", "between", "j2"}},
+		{"one JSON value, then a stream", []string{single, stream}, []string{"one", "j1", "between", "j2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for i, text := range tt.files {
+				name := fmt.Sprintf("%d.json", i)
+				if !strings.HasPrefix(text, "{") {
+					name = fmt.Sprintf("%d.yaml", i)
+				}
+				args = append(args, "-f", writeManifest(t, name, text))
+			}
+			out, err := runConvertCommand(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+			for {
+				var obj struct {
+					APIVersion string `json:"apiVersion"`
+					Kind       string `json:"kind"`
+					Metadata   struct {
+						Name string `json:"name"`
+					} `json:"metadata"`
+				}
+				err := dec.Decode(&obj)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("kubectl's reader failed after %v: %v\n%s", got, err, out)
+				}
+				if obj.Kind == "" {
+					continue // an empty document, which kubectl skips
+				}
+				if obj.Kind == "Task" && obj.APIVersion != "example.com/v1" {
+					t.Errorf("Task %s read back at %s, want example.com/v1", obj.Metadata.Name, obj.APIVersion)
+				}
+				got = append(got, obj.Metadata.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("read back %v, want %v:\n%s", got, tt.want, out)
+			}
+		})
 	}
 }
