@@ -47,7 +47,9 @@ its own, so that kubectl apply -f - reads them all), or written back over each f
 --in-place.
 
 A Task that the target version cannot express (a v1-only field for --to v1beta1 or v1alpha1,
-unless its value is the default the cluster gives back) is refused with an error naming the field, as is a manifest the converter cannot read.`,
+unless its value is the default the cluster gives back) is refused with an error naming the field, as is a manifest the converter cannot read
+and a Task the cluster's schema for its version refuses (checked against the CRD this plugin was
+built with: a value outside an enum or a bound, a required field left out, a failed rule).`,
 		Example: `  kubectl task convert -f config/samples/v1alpha1_task.yaml
   kubectl task convert -f manifests/ --in-place
   kubectl task convert -f task.yaml --to v1beta1
@@ -324,6 +326,12 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	obj, err := conversion.WithSchemaDefaults(obj)
 	if err != nil {
 		return nil, err
+	}
+	// What the cluster would refuse on apply, named as the manifest spells it, before the
+	// converter reads it (the typed spokes would drop a value of the wrong type, say).
+	apiVersion, _ := obj["apiVersion"].(string)
+	if err := checkSchema(obj, conversion.ServedVersionOf(apiVersion)); err != nil {
+		return nil, fmt.Errorf("%s: %w", taskName(obj), err)
 	}
 	hub, err := conversion.Convert(obj, taskv1.GroupVersion.Version)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // has status fields this release's types lack. Converted to v1 it gets the spec's defaults and
 // keeps that status as it is: the apiserver takes no status from a create or apply.
 func TestConvertToV1KeepsAV1TaskWhoseStatusHasAFieldThisReleaseDoesNotKnow(t *testing.T) {
-	doc := "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: a}\nspec:\n  runner: {type: shell, shell: {script: echo hi}}\nstatus:\n  phase: Succeeded\n  fieldOfANewerRelease: 1\n"
+	doc := "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: a}\nspec:\n  runner: {type: Shell, shell: {script: echo hi}}\nstatus:\n  phase: Succeeded\n  fieldOfANewerRelease: 1\n"
 	got, err := convertDocument([]byte(doc), "v1")
 	if err != nil {
 		t.Fatalf("a v1 Task was refused: %v", err)
@@ -27,7 +27,7 @@ func TestConvertToV1KeepsAV1TaskWhoseStatusHasAFieldThisReleaseDoesNotKnow(t *te
 // "what the cluster would store, defaults included", and at v1beta1 the cluster reads it as
 // maxRetries: 3, though the typed field (no omitempty: 0 never retries) reads an absent one as 0.
 func TestConvertGivesAnEmptyRetryTheMaxRetriesTheClusterStores(t *testing.T) {
-	doc := "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: a}\nspec:\n  runner: {type: shell, shell: {script: echo hi}}\n  retry: {}\n"
+	doc := "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: a}\nspec:\n  runner: {type: Shell, shell: {script: echo hi}}\n  retry: {}\n"
 	for _, tc := range []struct{ to, path string }{
 		{"v1", "spec.retry.maxRetries"},
 		{"v1beta1", "spec.maxRetries"},
