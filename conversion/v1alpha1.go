@@ -116,7 +116,7 @@ func v1ToV1alpha1(src *taskv1.Task, dst *v1alpha1.Task) {
 	dst.Status = v1alpha1.TaskStatus{
 		State:          string(st.Phase),
 		LastError:      st.LastError,
-		LastUpdateTime: st.LastPhaseTransitionTime.DeepCopy(),
+		LastUpdateTime: settableTime(st.LastPhaseTransitionTime),
 	}
 	if st.LastJob != nil {
 		dst.Status.LastJobName = st.LastJob.Name

@@ -115,12 +115,22 @@ func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {
 		Conditions:         copyConditions(st.Conditions),
 		Attempts:           st.Attempts,
 		LastError:          st.LastError,
-		StartTime:          st.StartTime.DeepCopy(),
-		CompletionTime:     st.CompletionTime.DeepCopy(),
+		StartTime:          settableTime(st.StartTime),
+		CompletionTime:     settableTime(st.CompletionTime),
 	}
 	if st.LastJob != nil {
 		dst.Status.LastJobName = st.LastJob.Name
 	}
+}
+
+// settableTime is t as an old version's object can carry it. Go writes a metav1.Time of the
+// zero instant (0001-01-01T00:00:00Z, which v1's schema takes) as null, which the apiserver
+// prunes: the old version leaves it out, and the preserved annotation keeps it for v1.
+func settableTime(t *metav1.Time) *metav1.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t.DeepCopy()
 }
 
 func copyConditions(in []metav1.Condition) []metav1.Condition {

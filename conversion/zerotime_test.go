@@ -1,0 +1,56 @@
+package conversion
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestTheZeroInstantInAStatusTimeGoesAcrossAndBack: 0001-01-01T00:00:00Z is a date-time the v1
+// schema takes. Go's metav1.Time writes it as null, which the apiserver prunes, so an old
+// version's object must not carry it as a value: the preserved annotation keeps it, and it
+// comes back at v1 whether the old version's object is written back as read or edited.
+func TestTheZeroInstantInAStatusTimeGoesAcrossAndBack(t *testing.T) {
+	const spec = `{"parallelism":1,"retry":{"backoff":{"factor":2,"initial":"10s","max":"5m0s"},"maxRetries":0},"runner":{"shell":{"script":"x"},"type":"Shell"}}`
+	tests := []struct {
+		version, status string
+		edit            string // a status field of the old version set to "edited" before the way back
+	}{
+		{"v1alpha1", `{"lastPhaseTransitionTime":"0001-01-01T00:00:00Z"}`, "lastError"},
+		{"v1alpha1", `{"lastPhaseTransitionTime":"0001-01-01T00:00:00Z","phase":"Running"}`, "lastError"},
+		{"v1alpha1", `{"lastPhaseTransitionTime":"0001-01-01T01:00:00+01:00","phase":"Running"}`, "lastError"},
+		{"v1beta1", `{"startTime":"0001-01-01T00:00:00Z","phase":"Running"}`, "lastError"},
+		{"v1beta1", `{"completionTime":"0001-01-01T00:00:00Z"}`, "lastError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version+" "+tt.status, func(t *testing.T) {
+			raw := `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":` + spec + `,"status":` + tt.status + `}`
+			hub, err := decodeJSON([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoke := mustConvert(t, hub, tt.version)
+			if body := string(mustJSON(t, spoke["status"])); spoke["status"] != nil && (strings.Contains(body, "null") || strings.Contains(body, "0001-01-01")) {
+				t.Errorf("the %s status carries what the apiserver would prune or Go cannot write: %s", tt.version, body)
+			}
+			back := mustConvert(t, spoke, hubVersion)
+			if !cmp.Equal(back["status"], hub["status"]) || !cmp.Equal(back["spec"], hub["spec"]) {
+				t.Errorf("written back as read: status %s, want %s", mustJSON(t, back["status"]), mustJSON(t, hub["status"]))
+			}
+			st, _ := spoke["status"].(map[string]any)
+			if st == nil {
+				st = map[string]any{}
+				spoke["status"] = st
+			}
+			st[tt.edit] = "edited"
+			back = mustConvert(t, spoke, hubVersion)
+			backStatus, _ := back["status"].(map[string]any)
+			for k, v := range hub["status"].(map[string]any) {
+				if !cmp.Equal(backStatus[k], v) {
+					t.Errorf("edited at %s: status.%s came back as %s, want %s", tt.version, k, mustJSON(t, backStatus[k]), mustJSON(t, v))
+				}
+			}
+		})
+	}
+}
