@@ -165,6 +165,12 @@ func (r spokeRules) hiddenLeaves(doc, patch map[string]any, at path, dropped []p
 		case patchIsObj && haveIsObj:
 			r.hiddenLeaves(haveObj, sub, p, dropped, out)
 		case r.isContainer(p), value == nil && !present:
+		case patchIsObj && !present && hubStructs[p]:
+			// An object the edit left out whole (a status cleared at the old version): its
+			// fields are judged one by one, as when it is there, so that one visible field
+			// respelled does not take the hidden ones with it, and the owners' rules reach
+			// inside it.
+			r.hiddenLeaves(map[string]any{}, sub, p, dropped, out)
 		case present:
 			*out = append(*out, leaf{at: p, value: value, respelled: true})
 		default:
@@ -217,11 +223,12 @@ func (r spokeRules) changedOwners(p *preserved, pureBody body) []path {
 }
 
 // hubPaths are the paths of the hub's fields, objects and leaves alike: the only places a
-// hidden field can be. A value with its own JSON form (a time, a duration) and the elements of a
-// list are leaves.
-var hubPaths = func() map[path]bool {
+// hidden field can be. A value with its own JSON form (a time, a duration), a map and the
+// elements of a list are leaves. hubStructs are the paths among them of objects with fields of
+// their own: those alone are gone through field by field.
+var hubPaths, hubStructs = func() (map[path]bool, map[path]bool) {
 	marshaler := reflect.TypeFor[json.Marshaler]()
-	paths := map[path]bool{}
+	paths, structs := map[path]bool{}, map[path]bool{}
 	var walk func(t reflect.Type, at path)
 	walk = func(t reflect.Type, at path) {
 		for t.Kind() == reflect.Pointer {
@@ -230,6 +237,7 @@ var hubPaths = func() map[path]bool {
 		if t.Kind() != reflect.Struct || t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) {
 			return
 		}
+		structs[at] = true
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -250,5 +258,5 @@ var hubPaths = func() map[path]bool {
 		paths[path(name)] = true
 		walk(f.Type, path(name))
 	}
-	return paths
+	return paths, structs
 }()
