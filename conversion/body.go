@@ -3,6 +3,8 @@ package conversion
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -42,11 +44,64 @@ func toBody(typed any) (body, error) {
 // with the path of its field (encoding/json names it), e.g. "spec.retry.maxRetries".
 func fromBody(b body, typed any) error {
 	// json.Marshal's bytes, without its reflection, in a buffer used once.
-	return jsonvalue.With(b, true, func(raw []byte) error {
+	err := jsonvalue.With(b, true, func(raw []byte) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		return dec.Decode(typed)
 	})
+	var typeErr *json.UnmarshalTypeError
+	if err == nil || errors.As(err, &typeErr) {
+		return err
+	}
+	// A type's own decoder (a time's, a quantity's) says what is wrong but not where.
+	if at := unreadableField(map[string]any(b), reflect.TypeOf(typed), ""); at != "" {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return err
+}
+
+// unreadableField is the path of the first value in v that the type its field has there
+// refuses to decode on its own (a type with its own UnmarshalJSON); "" when there is none.
+func unreadableField(v any, t reflect.Type, at string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		raw, err := json.Marshal(v)
+		if err == nil && json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
+			return at
+		}
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := v.(map[string]any)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				if found := unreadableField(v, f.Type, at); found != "" {
+					return found
+				}
+				continue
+			}
+			value, ok := m[name]
+			if !ok || name == "" || name == "-" {
+				continue
+			}
+			if found := unreadableField(value, f.Type, string(join(path(at), name))); found != "" {
+				return found
+			}
+		}
+	case reflect.Slice:
+		list, _ := v.([]any)
+		for i, item := range list {
+			if found := unreadableField(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 // decodeTyped decodes b into typed. sent, when not nil, is b as the client sent it, the JSON

@@ -1,0 +1,34 @@
+package conversion
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAValueItsTypeCannotReadIsRefusedNamingTheField: a value a field's own decoder refuses (a
+// time that does not parse) gives an error naming the field, as a value of the wrong JSON
+// type does, at every version and inside lists too.
+func TestAValueItsTypeCannotReadIsRefusedNamingTheField(t *testing.T) {
+	const spec = `"spec":{"runner":{"type":"Shell","shell":{"script":"x"}}}`
+	tests := []struct {
+		version, doc, field string
+	}{
+		{"v1alpha1", `"spec":{"type":"shell","shell":"x"},"status":{"lastUpdateTime":"yesterday"}`, "status.lastUpdateTime"},
+		{"v1beta1", spec + `,"status":{"startTime":"yesterday"}`, "status.startTime"},
+		{"v1beta1", spec + `,"status":{"completionTime":"2026-13-45T00:00:00Z"}`, "status.completionTime"},
+		{"v1beta1", spec + `,"status":{"conditions":[{"type":"A","status":"True","reason":"R","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"B","status":"True","reason":"R","message":"","lastTransitionTime":"soon"}]}`, "status.conditions[1].lastTransitionTime"},
+		{"v1beta1", spec + `,"status":{"startTime":7}`, "status.startTime"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version+" "+tt.field, func(t *testing.T) {
+			obj, err := decodeJSON([]byte(`{"apiVersion":"example.com/` + tt.version + `","kind":"Task","metadata":{"name":"t","namespace":"ns"},` + tt.doc + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Convert(obj, hubVersion)
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %v, want one naming %s", err, tt.field)
+			}
+		})
+	}
+}
