@@ -52,10 +52,12 @@
 //     decided; a Job found that way (its labels stripped) is polled.
 //   - Job names are "<task>-<schedule unix seconds, 0 for one-shot>-<attempt>" when shorter than
 //     63 characters, else exactly 63 (the name cut, a hash of the whole, the suffix): a
-//     repeated creation is an AlreadyExists of the same attempt, and two Tasks never share a
-//     name. A Job of that name that is not the Task's is never adopted: the run waits, the
-//     Task Stalled with reason JobNameTaken, until the Job is gone.
-//   - Every Job names its Task's UID (v1.AnnotationTaskUID). A Job that lost its owner
+//     repeated creation is an AlreadyExists of the same attempt, and two Tasks share a name
+//     only if their long names are cut alike and their 32-bit hashes collide. A Job of that
+//     name that is not the Task's is never adopted: the run waits, the Task Stalled with
+//     reason JobNameTaken, until the Job is gone.
+//   - Every Job names its Task's UID (v1.AnnotationTaskUID), and its Task's name where the
+//     label holds only a cut of it (v1.AnnotationTaskName). A Job that lost its owner
 //     reference is taken back by that Task; one whose Task is gone, or was deleted with
 //     --cascade=orphan, has its FinalizerRunOutcome released and is not deleted.
 //   - The status subresource is the operator's record, trusted as the Job controller trusts a
@@ -93,6 +95,9 @@
 //
 //   - The cache holds only Jobs labelled v1.LabelTaskName: a Job without it that holds a run's
 //     name sends no event when deleted, so the Task looks again every nameTakenPollInterval.
+//   - A Job of an earlier release that lost its owner reference, for a Task name over 63
+//     characters, names its Task only by a cut of the name: its FinalizerRunOutcome is released
+//     by that Task's reconcile, and kept (released by hand) if the Task is already gone.
 //   - A Job that lost its owner reference is taken back only under one of the Task's run names,
 //     as the Job the status recorded (by UID) or, where none is recorded, with the Task's UID in
 //     v1.AnnotationTaskUID. An earlier release's Job the status no longer records (an older

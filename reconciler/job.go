@@ -83,9 +83,13 @@ func jobLabels(task *v1.Task, run runID) map[string]string {
 }
 
 // jobAnnotations say which Task incarnation the Job runs for (it outlives a removed
-// ownerReference) and, for a scheduled run, its schedule time.
+// ownerReference), the Task's name where its label cannot hold it whole, and, for a scheduled
+// run, its schedule time.
 func jobAnnotations(task *v1.Task, run runID) map[string]string {
 	annotations := map[string]string{v1.AnnotationTaskUID: string(task.UID)}
+	if labelValue(task.Name) != task.Name {
+		annotations[v1.AnnotationTaskName] = task.Name
+	}
 	if run.isScheduled() {
 		annotations[v1.AnnotationScheduledTime] = run.Scheduled.UTC().Format(time.RFC3339)
 	}

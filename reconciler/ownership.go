@@ -132,10 +132,21 @@ func (w *nameWaiters) waiter(job types.NamespacedName) (types.NamespacedName, bo
 	return task, ok
 }
 
+// labelledTask is the name of the Task a Job's label names: AnnotationTaskName where the label
+// is a cut of it (an annotation that does not cut to the label is not believed), else the label.
+func labelledTask(job client.Object) string {
+	label := job.GetLabels()[v1.LabelTaskName]
+	if name := job.GetAnnotations()[v1.AnnotationTaskName]; name != "" && label != "" && labelValue(name) == label {
+		return name
+	}
+	return label
+}
+
 // tasksOfJob maps a Job event to the Tasks it concerns: its controller, a Task waiting for
 // its name, and, for a Job that lost its owner while holding FinalizerRunOutcome, the Task its
 // label names (the Task takes it back or, gone, releases it). A label cut and hashed for a name
-// over 63 characters names no Task: such a Job is handled when its Task is next reconciled.
+// over 63 characters names no Task: AnnotationTaskName does. A Job of an earlier release
+// without it is handled when its Task is next reconciled, and kept if that Task is gone.
 func (r *Reconciler) tasksOfJob(_ context.Context, obj client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	key := func(name string) reconcile.Request {
@@ -146,7 +157,7 @@ func (r *Reconciler) tasksOfJob(_ context.Context, obj client.Object) []reconcil
 	case ref != nil && ownedByTaskNamed(obj, ref.Name):
 		out = append(out, key(ref.Name))
 	case ref == nil && controllerutil.ContainsFinalizer(obj, v1.FinalizerRunOutcome):
-		if name := obj.GetLabels()[v1.LabelTaskName]; name != "" {
+		if name := labelledTask(obj); name != "" {
 			out = append(out, key(name))
 		}
 	}

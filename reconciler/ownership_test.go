@@ -114,6 +114,67 @@ func TestOrphanDeleteWithOperatorAwayReleasesJobs(t *testing.T) {
 	})
 }
 
+// TestJobsThatLostTheirOwnerAreReleasedOnceTheTaskIsGoneWhateverItsNameLength: with the
+// operator away, Tasks deleted with --cascade=orphan and their finalizers patched away (the
+// README's remedy), so that the Tasks are gone before the operator is back. Their Jobs' events
+// must still reach a reconcile of the gone Task, which releases the run-outcome finalizer: a
+// Task name over 63 characters is labelled by a cut and hash of it, which names no Task.
+func TestJobsThatLostTheirOwnerAreReleasedOnceTheTaskIsGoneWhateverItsNameLength(t *testing.T) {
+	t.Parallel()
+	e := newEnvWithoutOperator(t)
+	op := e.startOperator()
+	names := []string{"short", "long-" + strings.Repeat("x", 70)}
+	for _, n := range names {
+		e.create(e.task(n, withLabels(outcome, hang)))
+	}
+	jobOf := map[string]string{}
+	for _, n := range names {
+		jobOf[n] = e.waitPhase(n, v1.PhaseRunning).Status.LastJob.Name
+	}
+	op.stop(t)
+	for _, n := range names {
+		if err := e.c.Delete(t.Context(), e.get(n), client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+			t.Fatalf("delete %s with orphan: %v", n, err)
+		}
+	}
+	job := func(ctx context.Context, n string) (*batchv1.Job, error) {
+		j := &batchv1.Job{}
+		return j, e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: jobOf[n]}, j)
+	}
+	testenv.Eventually(t, waitTimeout, "the garbage collector to orphan the Jobs", func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			if j, err := job(ctx, n); err != nil || len(j.OwnerReferences) > 0 {
+				return false, fmt.Errorf("job of %s: %v, owners %v", n, err, j.OwnerReferences)
+			}
+		}
+		return true, nil
+	})
+	for _, n := range names {
+		task := &v1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: n}}
+		if err := e.c.Patch(t.Context(), task, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+			t.Fatalf("patch the finalizers of %s away: %v", n, err)
+		}
+	}
+	testenv.Eventually(t, waitTimeout, "the Tasks to go", func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: n}, &v1.Task{}); !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("task %s: %v", n, err)
+			}
+		}
+		return true, nil
+	})
+	e.startOperator()
+	for _, n := range names {
+		testenv.Eventually(t, waitTimeout, fmt.Sprintf("the Job of the gone Task %s (%d characters) released", n, len(n)), func(ctx context.Context) (bool, error) {
+			j, err := job(ctx, n)
+			if err != nil {
+				return false, err
+			}
+			return !controllerutil.ContainsFinalizer(j, v1.FinalizerRunOutcome), fmt.Errorf("finalizers %v, label %s", j.Finalizers, j.Labels[v1.LabelTaskName])
+		})
+	}
+}
+
 // TestJobThatLostItsOwnerIsTakenBack: the owner reference of an active Job removed by hand. The
 // Task takes the Job back (its run-uid annotation says whose it is) instead of reading its
 // attempt as missing: no second attempt starts while it runs, and its outcome is recorded.

@@ -68,6 +68,11 @@ const (
 	// is taken back by that Task alone, and its FinalizerRunOutcome released by the operator
 	// once no such Task remains to record its outcome.
 	AnnotationTaskUID = "task.example.com/task-uid"
+	// AnnotationTaskName is on a Job whose Task's name is longer than a label value may be
+	// (63 characters): the name, which LabelTaskName's cut and hash of it cannot give back. A
+	// Job that lost its ownerReference finds its Task by it, to be taken back or, the Task
+	// gone, to have FinalizerRunOutcome released.
+	AnnotationTaskName = "task.example.com/task-name"
 
 	// FinalizerJobs is on a Task only while it protects something: a run whose Job may exist
 	// and whose outcome the status does not record yet, or a Job still holding
