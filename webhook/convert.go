@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,10 +97,15 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 		return rv, fmt.Errorf("malformed ConversionReview: %w", err)
 	}
 	var pending []sentObject // objects that came before the uid and desired version
+	seenRequest := false
 	for dec.more() {
 		key, err := dec.key()
 		if err != nil {
 			return rv, fmt.Errorf("malformed ConversionReview: %w", err)
+		}
+		key = asDecoded(key, "apiVersion", "kind", "request")
+		if key == "request" && seenRequest {
+			return rv, errors.New("malformed ConversionReview: request given twice (only the last one would be read, and the first one's objects are converted already)")
 		}
 		switch key {
 		case "apiVersion":
@@ -109,6 +115,7 @@ func serveReview(body *bufio.Reader, out *reviewResponder) (reviewHeader, error)
 			err = decodeReviewField(dec, &rv.kind, func(kind string) bool { return kind == reviewKind })
 			rv.notAConversionReview = err != nil
 		case "request":
+			seenRequest = true
 			var more []sentObject
 			more, err = serveRequest(dec, &rv, out, pendingSize(pending))
 			pending = append(pending, more...)
@@ -174,19 +181,25 @@ func serveRequest(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pe
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
 	var pending []sentObject
+	seenObjects := false
 	for dec.more() {
 		key, err := dec.key()
 		if err != nil {
 			return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 		}
+		key = asDecoded(key, "uid", "desiredAPIVersion", "objects")
 		switch key {
 		case "uid":
-			err = dec.decodeString(&rv.uid)
+			err = decodeOnce(dec, key, &rv.uid, out.started)
 		case "desiredAPIVersion":
-			if err = dec.decodeString(&rv.desired); err == nil {
+			if err = decodeOnce(dec, key, &rv.desired, out.started); err == nil {
 				rv.version = conversion.ServedVersionOf(rv.desired)
 			}
 		case "objects":
+			if seenObjects {
+				return nil, errors.New("malformed ConversionReview request: objects given twice (only the last list would be read, and the first one's objects are converted already)")
+			}
+			seenObjects = true
 			var more []sentObject
 			more, err = serveObjects(dec, rv, out, pendingBefore+pendingSize(pending))
 			pending = append(pending, more...)
@@ -204,6 +217,37 @@ func serveRequest(dec *reviewDecoder, rv *reviewHeader, out *reviewResponder, pe
 		return nil, fmt.Errorf("malformed ConversionReview request: %w", err)
 	}
 	return pending, nil
+}
+
+// asDecoded is the review key encoding/json (which the apiserver and any other reader of the
+// review decode with) reads key as: one of known, matched exactly or else without regard to
+// case, or key itself.
+func asDecoded(key string, known ...string) string {
+	for _, k := range known {
+		if key == k {
+			return k
+		}
+	}
+	for _, k := range known {
+		if strings.EqualFold(key, k) {
+			return k
+		}
+	}
+	return key
+}
+
+// decodeOnce reads a request's uid or desiredAPIVersion into field. A second one replaces the
+// first, as encoding/json reads it, until objects have been answered with the first: a
+// different one then is refused, the answer being already on its way.
+func decodeOnce(dec *reviewDecoder, key string, field *string, answered bool) error {
+	was := *field
+	if err := dec.decodeString(field); err != nil {
+		return err
+	}
+	if answered && *field != was {
+		return fmt.Errorf("%s %q given after objects were converted with %q", key, *field, was)
+	}
+	return nil
 }
 
 // pendingSize is what the objects kept until the uid and desired version are known cost.
