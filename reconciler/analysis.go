@@ -260,11 +260,9 @@ func (a *analysis) setPhase(task *v1.Task) {
 	default:
 		a.phase = runFailed
 		a.exhausted = !canRetry(task, a.rec.run.Attempt)
-		if a.exhausted || a.retrySuperseded(task) {
-			// A retry the spec no longer allows, or a later schedule time took over from, is
-			// cancelled for good: the stored record loses its due time, so a later spec
-			// (maxRetries raised again) cannot bring the run back, and a later time too late to
-			// start (which replaces no record) leaves no retry time that will never come.
+		if a.exhausted {
+			// A retry the spec no longer allows is cancelled for good: the stored record loses
+			// its due time, so a later spec (maxRetries raised again) cannot bring the run back.
 			a.rec.retryAt = time.Time{}
 		}
 	}
@@ -292,15 +290,6 @@ func (a *analysis) retryable(task *v1.Task) bool {
 		return true
 	}
 	return !a.lastScheduleTime.After(a.rec.run.Scheduled) && a.due.Latest.IsZero()
-}
-
-// retrySuperseded says a later schedule time than the failed current run's has come due (or
-// started) while its retry was pending: a scheduled run's retries stop there.
-func (a *analysis) retrySuperseded(task *v1.Task) bool {
-	if a.rec.retryAt.IsZero() || task.Spec.Schedule == nil || a.invalid != nil {
-		return false
-	}
-	return a.lastScheduleTime.After(a.rec.run.Scheduled) || !a.due.Latest.IsZero()
 }
 
 // fold brings the stored record up to date with the Jobs. The Job of the record's attempt tells

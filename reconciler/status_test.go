@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"k8s.io/utils/ptr"
-
 	v1 "example.com/task-operator/apis/v1"
 )
 
@@ -348,21 +346,6 @@ func TestComputeStatus(t *testing.T) {
 			now:  130,
 			want: wantStatus{phase: v1.PhaseScheduled, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(180), lastError: "failed", since: mtime(0),
 				conditions: map[string]string{"Failed": "True/RunFailed", "Ready": "False/LastRunFailed"}},
-		},
-		{
-			// The later time came too late to start (past startingDeadlineSeconds), so no run
-			// replaces the record: its retry must still read as cancelled, not as due.
-			name: "a later schedule time too late to start still cancels the pending retry",
-			task: newTask(scheduled(v1.ForbidConcurrent), func(t *v1.Task) {
-				t.Spec.Schedule.StartingDeadlineSeconds = ptr.To[int64](10)
-				t.Spec.Retry.Backoff.Initial = dur(2 * time.Minute)
-				t.Spec.Retry.Backoff.Max = dur(time.Hour)
-			}, withStatus(v1.TaskStatus{ObservedGeneration: 1, Phase: v1.PhaseRetrying, Attempts: 1, LastJob: ref(s60),
-				LastScheduleTime: mtime(60), LastError: "Job t-1767225660-1 failed", CurrentRun: retrying(60, 1, 70, 190),
-				ObservedSchedule: &v1.ObservedSchedule{Cron: "* * * * *", Since: *mtime(0)}})),
-			now: 135,
-			want: wantStatus{phase: v1.PhaseScheduled, attempts: 1, lastJob: s60, lastSchedule: mtime(60), nextRun: mtime(180), lastError: "Job t-1767225660-1 failed", since: mtime(0),
-				run: run(60, 1, v1.RunFailed, 70)},
 		},
 		{
 			name: "next scheduled run active: the last outcome is kept",
