@@ -138,6 +138,8 @@
 //     stops its pods).
 //   - A scheduled run's retries stop once a later schedule time comes due; a time missed while
 //     the operator was away starts only if within startingDeadlineSeconds, as with a CronJob.
+//     Until a later run starts, the record keeps the retry's time (currentRun.retryTime, past
+//     or not): it is the retry the run gets back if the schedule is removed.
 //   - A cancel stops the current run only: with concurrency policy Allow, older runs still
 //     active run on. A run request waits while anything of the Task is active.
 //   - A Task with a run in progress needs the operator to be deleted (it lets the Jobs go);
