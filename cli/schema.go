@@ -13,6 +13,7 @@ import (
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
@@ -72,12 +73,16 @@ func checkSchema(obj map[string]any, version string) error {
 	if !ok {
 		return fmt.Errorf("the plugin's CRD has no schema for %s", version)
 	}
+	// What the apiserver validates: the object as created (no status), with the nulls of fields
+	// that cannot be null dropped and the schema's defaults set.
 	withoutStatus := make(map[string]any, len(obj))
 	for k, v := range obj {
 		if k != "status" {
-			withoutStatus[k] = v
+			withoutStatus[k] = runtime.DeepCopyJSONValue(v)
 		}
 	}
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(withoutStatus, s.structural)
+	structuraldefaulting.Default(withoutStatus, s.structural)
 	errs := apiservervalidation.ValidateCustomResource(nil, withoutStatus, s.openAPI)
 	errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, withoutStatus, s.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, withoutStatus)...)
