@@ -119,25 +119,53 @@ func runConvert(co convertOptions, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// documentsOfAStream gives a JSON stream of two or more values as documents separated by ---.
-// Printed files are joined with ---, and kubectl reads a stream that has had two JSON values as
-// JSON to its end: a --- after them, or a JSON stream inside a YAML stream, fails it. One
-// value per document reads in either. Anything else comes back as it is.
+// documentsOfAStream gives each JSON value of a file a document of its own, separated by ---.
+// Printed files are joined with ---, and kubectl reads a stream as JSON for as long as it
+// starts with JSON values: a --- after two of them fails it, and YAML after one JSON value in
+// a document is no YAML at all. One value per document reads either way. A file of YAML, or
+// of one JSON value alone, comes back as it is.
 func documentsOfAStream(data []byte) []byte {
 	segs, err := splitManifest(data)
 	if err != nil {
 		return data
 	}
-	var values [][]byte
+	docs, values := 0, 0
 	for _, s := range segs {
+		if s.doc {
+			docs++
+		}
 		if s.json {
-			values = append(values, s.text)
+			values++
 		}
 	}
-	if len(values) < 2 {
+	if values == 0 || docs == 1 {
 		return data
 	}
-	return append(bytes.Join(values, []byte("\n---\n")), '\n')
+	var b bytes.Buffer
+	afterValue := false
+	for _, s := range segs {
+		switch {
+		case s.json:
+			if docs--; docs > 0 {
+				b.Write(s.text)
+				b.WriteString("\n---\n")
+			} else {
+				b.Write(s.text)
+				b.WriteByte('\n')
+			}
+			afterValue = true
+			continue
+		case afterValue && !s.doc && len(bytes.TrimSpace(s.text)) == 0:
+			// The white space after a value, which its --- replaces.
+		default:
+			if s.doc {
+				docs--
+			}
+			b.Write(s.text)
+		}
+		afterValue = false
+	}
+	return b.Bytes()
 }
 
 // readManifest reads the file p, or in for -, and returns the name errors give it.

@@ -188,6 +188,9 @@ metadata: {name: y2}
 		{"a JSON stream last", []string{yamlTasks, stream}, []string{"y1", "y2", "j1", "between", "j2"}},
 		{"two JSON streams", []string{stream, stream}, []string{"j1", "between", "j2", "j1", "between", "j2"}},
 		{"one JSON value, then a stream", []string{single, stream}, []string{"one", "j1", "between", "j2"}},
+		{"a file of one JSON value, then YAML, last", []string{yamlTasks, single + "\n" + yamlTasks}, []string{"y1", "y2", "one", "y1", "y2"}},
+		{"a file of one JSON value, then YAML, first", []string{single + "\n" + yamlTasks, stream}, []string{"one", "y1", "y2", "j1", "between", "j2"}},
+		{"a file of one JSON value, then --- and YAML", []string{yamlTasks, single + "\n---\n" + yamlTasks}, []string{"y1", "y2", "one", "y1", "y2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
