@@ -351,15 +351,17 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 	_, hadStatus := obj["status"]
 	// The cluster defaults a Task at the version it is written at, then converts it: a v1beta1
 	// Task without maxRetries is stored with 3, not with the 0 its typed form reads.
+	// What the cluster would refuse on apply, named as the manifest spells it, before the
+	// converter reads it (its typed decoding names a field of the wrong type the Go way).
+	apiVersion, _ := obj["apiVersion"].(string)
+	if version := conversion.ServedVersionOf(apiVersion); version != "" {
+		if err := checkSchema(obj, version); err != nil {
+			return nil, fmt.Errorf("%s: %w", taskName(obj), err)
+		}
+	}
 	obj, err := conversion.WithSchemaDefaults(obj)
 	if err != nil {
 		return nil, err
-	}
-	// What the cluster would refuse on apply, named as the manifest spells it, before the
-	// converter reads it (the typed spokes would drop a value of the wrong type, say).
-	apiVersion, _ := obj["apiVersion"].(string)
-	if err := checkSchema(obj, conversion.ServedVersionOf(apiVersion)); err != nil {
-		return nil, fmt.Errorf("%s: %w", taskName(obj), err)
 	}
 	hub, err := conversion.Convert(obj, taskv1.GroupVersion.Version)
 	if err != nil {

@@ -29,6 +29,8 @@ func TestConvertRefusesWhatTheClustersSchemaRefusesNamingTheField(t *testing.T) 
 			[]string{"spec.runner.http.url", "absolute http or https URL"}},
 		{"v1 a required field left out", "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: c}\nspec:\n  parallelism: 1\n",
 			[]string{"spec.runner", "Required"}},
+		{"v1 a value of the wrong type", "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: c}\nspec:\n  runner: {type: Shell, shell: {script: echo}}\n  timeout: 5\n",
+			[]string{`task "c"`, "spec.timeout", "string"}},
 		{"v1 nulls the cluster drops", "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: c}\nspec:\n  runner: {type: Shell, shell: {script: echo, env: null}}\n  timeout: null\n  retry: null\n  queueName: null\n", nil},
 		{"v1beta1 a null schedule the cluster drops", "apiVersion: example.com/v1beta1\nkind: Task\nmetadata: {name: b}\nspec:\n  runner: {type: Shell, shell: {script: echo}}\n  schedule: null\n", nil},
 		{"v1 status is not checked, as a create does not keep it", "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: c}\nspec:\n  runner: {type: Shell, shell: {script: echo}}\nstatus: {phase: NotAPhase}\n", nil},
