@@ -43,6 +43,9 @@ func toBody(typed any) (body, error) {
 // fromBody decodes b into typed through JSON, so that a value of the wrong type is reported
 // with the path of its field (encoding/json names it), e.g. "spec.retry.maxRetries".
 func fromBody(b body, typed any) error {
+	if err := checkQuantities(b, typed); err != nil {
+		return err
+	}
 	// json.Marshal's bytes, without its reflection, in a buffer used once.
 	err := jsonvalue.With(b, true, func(raw []byte) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -60,48 +63,22 @@ func fromBody(b body, typed any) error {
 	return err
 }
 
-// unreadableField is the path of the first value in v that the type its field has there
+// unreadableField is the path of the value in v that encoding/json's decoding into t (keys in
+// the order jsonvalue writes them, sorted) meets first and that the type its field has there
 // refuses to decode on its own (a type with its own UnmarshalJSON); "" when there is none.
 func unreadableField(v any, t reflect.Type, at string) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+	found := ""
+	walkTyped(v, t, at, func(v any, t reflect.Type, at string) bool {
+		if found != "" || !reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+			return found != ""
+		}
 		raw, err := json.Marshal(v)
 		if err == nil && json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
-			return at
+			found = at
 		}
-		return ""
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, _ := v.(map[string]any)
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.Anonymous && name == "" {
-				if found := unreadableField(v, f.Type, at); found != "" {
-					return found
-				}
-				continue
-			}
-			value, ok := m[name]
-			if !ok || name == "" || name == "-" {
-				continue
-			}
-			if found := unreadableField(value, f.Type, string(join(path(at), name))); found != "" {
-				return found
-			}
-		}
-	case reflect.Slice:
-		list, _ := v.([]any)
-		for i, item := range list {
-			if found := unreadableField(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); found != "" {
-				return found
-			}
-		}
-	}
-	return ""
+		return true
+	})
+	return found
 }
 
 // decodeTyped decodes b into typed. sent, when not nil, is b as the client sent it, the JSON
@@ -113,6 +90,9 @@ func unreadableField(v any, t reflect.Type, at string) string {
 // at all: a number such as 1.0 for an integer field, which b holds as 1), b is decoded as
 // always, so the outcome and its error are fromBody's.
 func decodeTyped(b body, sent []byte, typed any) error {
+	if err := checkQuantities(b, typed); err != nil {
+		return err
+	}
 	if decodeSent(sent, typed) {
 		return nil
 	}
@@ -122,14 +102,39 @@ func decodeTyped(b body, sent []byte, typed any) error {
 // decodeSent is decodeTyped's first way: it reports whether sent decoded into typed strictly,
 // and leaves typed zero when it did not.
 func decodeSent(sent []byte, typed any) bool {
-	if sent == nil {
-		return false
+	if sent == nil || mayHoldAHugeExponent(sent) {
+		return false // the decoded body's way checks its quantities first (checkQuantities)
 	}
 	strict, err := kjson.UnmarshalStrict(sent, typed)
 	if err == nil && len(strict) == 0 {
 		return true
 	}
 	reflect.ValueOf(typed).Elem().SetZero()
+	return false
+}
+
+// mayHoldAHugeExponent says raw may hold a quantity whose exponent does not fit in 32 bits:
+// an e followed by ten digits or more, or a \u escape, which could spell one.
+func mayHoldAHugeExponent(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != 'e' && raw[i] != 'E' {
+			continue
+		}
+		j := i + 1
+		if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
+			j++
+		}
+		digits := 0
+		for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+			j, digits = j+1, digits+1
+		}
+		if digits >= 10 {
+			return true
+		}
+	}
 	return false
 }
 

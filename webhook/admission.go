@@ -122,6 +122,13 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	if errs := conversion.CheckQuantities(obj); len(errs) > 0 {
+		// Before any typed decoding, which would spin on such a quantity.
+		meta, _ := obj["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		invalid := apierrors.NewInvalid(taskv1.GroupKind, name, errs)
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+	}
 	task := &taskv1.Task{}
 	if err := json.Unmarshal(req.Object.Raw, task); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)

@@ -1,0 +1,63 @@
+package conversion
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding: the schema's pattern
+// takes "1e3000000000", on which resource.ParseQuantity spins for minutes; every way a Task is
+// decoded refuses it first, naming the field, however the request spells it. Quantities that
+// merely look alike (the suffix Ei, a large exponent that fits) convert.
+func TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding(t *testing.T) {
+	task := func(cpu string) string {
+		return `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"q","namespace":"ns"},"spec":{"runner":{"type":"Shell","shell":{"script":"x"}},"resources":{"limits":{"cpu":"` + cpu + `"}}}}`
+	}
+	tests := []struct {
+		name, cpu string
+		refused   bool
+	}{
+		{"an exponent past 32 bits", "1e3000000000", true},
+		{"a negative one", "1e-3000000000", true},
+		{"spelled with escapes", `1\u00653000000000`, true},
+		{"the suffix Ei", "1Ei", false},
+		{"the suffix E", "2E", false},
+		{"an exponent that fits", "1e300", false},
+		{"millis", "500m", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := []byte(task(tt.cpu))
+			obj, err := decodeJSON(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := CheckQuantities(obj); (len(errs) > 0) != tt.refused || (tt.refused && !strings.Contains(errs.ToAggregate().Error(), "spec.resources.limits.cpu")) {
+				t.Errorf("CheckQuantities: %v, want refused %v naming spec.resources.limits.cpu", errs, tt.refused)
+			}
+			for way, convert := range map[string]func() error{
+				"Convert": func() error { _, err := Convert(obj, "v1alpha1"); return err },
+				"as sent": func() error {
+					d, err := DecodeForConvert(raw)
+					if err != nil {
+						return err
+					}
+					_, err = d.Convert("v1beta1")
+					return err
+				},
+			} {
+				done := make(chan error, 1)
+				go func() { done <- convert() }()
+				select {
+				case err := <-done:
+					if got := err != nil && strings.Contains(err.Error(), "spec.resources.limits.cpu"); got != tt.refused {
+						t.Errorf("%s: %v, want refused %v naming the field", way, err, tt.refused)
+					}
+				case <-time.After(time.Minute):
+					t.Fatalf("%s: still decoding after a minute", way)
+				}
+			}
+		})
+	}
+}

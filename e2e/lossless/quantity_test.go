@@ -1,0 +1,44 @@
+package lossless_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"example.com/task-operator/conversion"
+	"example.com/task-operator/internal/testenv"
+)
+
+// TestAQuantityWithAHugeExponentIsRefusedAndTheWebhooksStayUp: the CRD's pattern takes a cpu of
+// "1e3000000000", on which Go's quantity parser spins for minutes. Written at v1 it is refused
+// with an error naming the field; smuggled in the preserved annotation of a write at v1alpha1
+// it never reaches storage (a client's annotation is not kept); and the webhooks go on
+// answering the next write at once.
+func TestAQuantityWithAHugeExponentIsRefusedAndTheWebhooksStayUp(t *testing.T) {
+	ns := setUp(t)
+	const huge = "1e3000000000"
+	writes := []struct {
+		name, manifest string
+	}{
+		{"v1", "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: q1}\nspec: {runner: {type: Shell, shell: {script: echo}}, resources: {limits: {cpu: \"" + huge + "\"}}}\n"},
+		{"v1alpha1, in the preserved annotation", fmt.Sprintf("apiVersion: example.com/v1alpha1\nkind: Task\nmetadata:\n  name: q2\n  annotations:\n    %s: '{\"patch\":{\"spec\":{\"resources\":{\"limits\":{\"cpu\":\"%s\"}}}}}'\nspec: {type: shell, shell: echo}\n",
+			conversion.PreservedAnnotation, huge)},
+	}
+	for _, w := range writes {
+		_, stderr, err := testenv.Kubectl(t.Context(), cluster.KubeconfigPath, []byte(w.manifest), "create", "-n", ns, "-f", "-")
+		switch {
+		case err == nil && w.name == "v1":
+			t.Errorf("%s: created", w.name)
+		case err == nil:
+			if stored := storedBody(t, ns, "q2"); strings.Contains(stored, huge) {
+				t.Errorf("%s: stored %s", w.name, stored)
+			}
+		case w.name == "v1" && !strings.Contains(stderr, "spec.resources.limits.cpu"):
+			t.Errorf("%s: refused without naming spec.resources.limits.cpu: %s", w.name, stderr)
+		}
+		if strings.Contains(stderr, "context deadline exceeded") || strings.Contains(stderr, "timeout") {
+			t.Errorf("%s: a webhook timed out instead of refusing: %s", w.name, stderr)
+		}
+		createFrom(t, ns, "apiVersion: example.com/v1\nkind: Task\nmetadata: {name: after-"+strings.Fields(w.name)[0]+"}\nspec: {runner: {type: Shell, shell: {script: echo}}, suspend: true}\n")
+	}
+}
