@@ -2,8 +2,10 @@ package conversion
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -80,6 +82,7 @@ func newSpoke[T any, P spokeObject[T]](version string, down func(*taskv1.Task, P
 			if err := decodeTyped(b, sent, s); err != nil {
 				return nil, nil, fmt.Errorf("decode %s Task: %w", version, err)
 			}
+			clearUnsetTimes(reflect.ValueOf(s))
 			canonical, pure, err := toHub(s)
 			return pure, canonical, err
 		},
@@ -122,5 +125,36 @@ var spokes = map[string]spoke{}
 func init() {
 	for _, s := range []spoke{v1alpha1Spoke, v1beta1Spoke} {
 		spokes[s.version] = s
+	}
+}
+
+// clearUnsetTimes sets to nil every *metav1.Time in v (a pointer to a spoke's typed object)
+// that Go writes as a time it reads back as unset (settableTime): such a time written at an old
+// version is unset there, and nothing of it must reach v1 but its absence (as null, it would
+// make the spoke look edited and cost the hidden fields their place).
+func clearUnsetTimes(v reflect.Value) {
+	timePtr := reflect.TypeFor[*metav1.Time]()
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Type() == timePtr {
+			if readsAsUnset(v.Interface().(*metav1.Time).Time) && v.CanSet() {
+				v.Set(reflect.Zero(timePtr))
+			}
+			return
+		}
+		clearUnsetTimes(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				clearUnsetTimes(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			clearUnsetTimes(v.Index(i))
+		}
 	}
 }

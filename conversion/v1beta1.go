@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	taskv1 "example.com/task-operator/apis/v1"
@@ -125,12 +127,18 @@ func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {
 
 // settableTime is t as an old version's object can carry it. Go writes a metav1.Time of the
 // zero instant (0001-01-01T00:00:00Z, which v1's schema takes) as null, which the apiserver
-// prunes: the old version leaves it out, and the preserved annotation keeps it for v1.
+// prunes, and one within its first second as the zero instant, which reads back as unset: the
+// old version leaves such a time out, and the preserved annotation keeps it for v1.
 func settableTime(t *metav1.Time) *metav1.Time {
-	if t == nil || t.IsZero() {
+	if t == nil || readsAsUnset(t.Time) {
 		return nil
 	}
 	return t.DeepCopy()
+}
+
+// readsAsUnset says Go writes t (to the second) as a time it reads back as unset.
+func readsAsUnset(t time.Time) bool {
+	return t.UTC().Truncate(time.Second).IsZero()
 }
 
 func copyConditions(in []metav1.Condition) []metav1.Condition {

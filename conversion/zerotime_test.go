@@ -54,3 +54,57 @@ func TestTheZeroInstantInAStatusTimeGoesAcrossAndBack(t *testing.T) {
 		})
 	}
 }
+
+// TestATimeInTheFirstSecondOfYearOneSurvivesAnEditAtAnOldVersion: Go writes a time within the
+// first second of year 1 to the second, as the zero instant, which it reads back as unset. The
+// old version must leave it out, and v1 get it back when the old version's status is edited.
+func TestATimeInTheFirstSecondOfYearOneSurvivesAnEditAtAnOldVersion(t *testing.T) {
+	const spec = `{"parallelism":1,"retry":{"backoff":{"factor":2,"initial":"10s","max":"5m0s"},"maxRetries":0},"runner":{"shell":{"script":"x"},"type":"Shell"}}`
+	for _, tt := range []struct{ version, field string }{{"v1beta1", "startTime"}, {"v1alpha1", "lastPhaseTransitionTime"}} {
+		t.Run(tt.version, func(t *testing.T) {
+			h, err := decodeJSON([]byte(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":` + spec + `,"status":{"phase":"Running","` + tt.field + `":"0001-01-01T00:00:00.5Z"}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoke := mustConvert(t, h, tt.version)
+			if body := string(mustJSON(t, spoke["status"])); strings.Contains(body, "0001-01-01") || strings.Contains(body, "null") {
+				t.Errorf("the %s status carries a time that reads back as unset: %s", tt.version, body)
+			}
+			spoke["status"].(map[string]any)["lastError"] = "edited"
+			back := mustConvert(t, spoke, hubVersion)
+			if got := back["status"].(map[string]any)[tt.field]; got != "0001-01-01T00:00:00.5Z" {
+				t.Errorf("status.%s after an edit at %s: %v, want it kept", tt.field, tt.version, got)
+			}
+		})
+	}
+}
+
+// TestTheZeroInstantWrittenAtAnOldVersionReadsAsUnsetAndKeepsTheHiddenStatus: an old version's
+// client that writes the zero instant writes what Go reads as unset: v1 gets no such time, and
+// the hidden status fields stay.
+func TestTheZeroInstantWrittenAtAnOldVersionReadsAsUnsetAndKeepsTheHiddenStatus(t *testing.T) {
+	const hub = `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":{"parallelism":1,"retry":{"backoff":{"factor":2,"initial":"10s","max":"5m0s"},"maxRetries":0},"runner":{"shell":{"script":"x"},"type":"Shell"}},
+"status":{"phase":"Succeeded","attempts":1,"startTime":"2026-11-30T10:00:00Z","lastPhaseTransitionTime":"2026-11-30T10:00:00Z","currentRun":{"attempt":1,"job":{"name":"t-0-1","uid":"u"},"outcome":"Succeeded"},"missedRuns":2}}`
+	for _, tt := range []struct{ version, field, hubField string }{
+		{"v1beta1", "startTime", "startTime"}, {"v1beta1", "completionTime", "completionTime"}, {"v1alpha1", "lastUpdateTime", "lastPhaseTransitionTime"},
+	} {
+		t.Run(tt.version+" "+tt.field, func(t *testing.T) {
+			h, err := decodeJSON([]byte(hub))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoke := mustConvert(t, h, tt.version)
+			spoke["status"].(map[string]any)[tt.field] = "0001-01-01T00:00:00Z"
+			back := mustConvert(t, spoke, hubVersion)
+			got := back["status"].(map[string]any)
+			for _, k := range []string{"currentRun", "missedRuns"} {
+				if !cmp.Equal(got[k], h["status"].(map[string]any)[k]) {
+					t.Errorf("hidden status.%s: %v, want it kept", k, got[k])
+				}
+			}
+			if v, ok := got[tt.hubField]; ok {
+				t.Errorf("status.%s is %v, want it unset", tt.hubField, v)
+			}
+		})
+	}
+}
