@@ -3,10 +3,15 @@ package conversion
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
+	"time"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 // CheckReadable refuses a v1 Task that could not be read at an old version: the apiserver
@@ -100,4 +105,55 @@ func largestLeaf(patch map[string]any) (path, int64) {
 func fieldPath(p path) *field.Path {
 	keys := p.keys()
 	return field.NewPath(keys[0], keys[1:]...)
+}
+
+// CheckTimes refuses, naming the field, a time of a v1 Task that Go writes as one it reads back
+// as unset (the zero instant 0001-01-01T00:00:00Z, or within its first second): a Go client,
+// the operator included, would drop it, and v1beta1 shows a condition's lastTransitionTime,
+// which it requires, as null, so that every status write there would fail. A time the stored
+// Task (oldRaw, nil on create) holds at the same place is let through, so that a Task stored
+// with one stays writable.
+func CheckTimes(obj map[string]any, oldRaw []byte) field.ErrorList {
+	found := unsetReadingTimes(obj)
+	if len(found) == 0 {
+		return nil // the stored Task is decoded only when there is something to compare
+	}
+	var had map[string]string
+	if len(oldRaw) > 0 {
+		old, err := DecodeObject(oldRaw)
+		if err != nil {
+			return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("decode the stored Task: %w", err))}
+		}
+		had = unsetReadingTimes(old)
+	}
+	var errs field.ErrorList
+	for at, value := range found {
+		if had[at] != value {
+			errs = append(errs, field.Invalid(field.NewPath(at), value,
+				"a time in the first second of year 1 reads as unset in Go clients and at v1alpha1 and v1beta1: write a later time, or leave the field out"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	return errs
+}
+
+// unsetReadingTimes are obj's times that read as unset (readsAsUnset), by path.
+func unsetReadingTimes(obj map[string]any) map[string]string {
+	if obj == nil {
+		return nil
+	}
+	timeType := reflect.TypeFor[metav1.Time]()
+	found := map[string]string{}
+	walkTyped(map[string]any(bodyOf(obj)), reflect.TypeFor[taskv1.Task](), "", func(v any, t reflect.Type, at string) bool {
+		if t != timeType {
+			return false
+		}
+		if s, ok := v.(string); ok {
+			if parsed, err := time.Parse(time.RFC3339, s); err == nil && readsAsUnset(parsed) {
+				found[at] = s
+			}
+		}
+		return true
+	})
+	return found
 }

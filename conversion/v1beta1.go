@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,7 +115,7 @@ func v1ToV1beta1(src *taskv1.Task, dst *v1beta1.Task) {
 	dst.Status = v1beta1.TaskStatus{
 		ObservedGeneration: st.ObservedGeneration,
 		Phase:              string(st.Phase),
-		Conditions:         copyConditions(st.Conditions),
+		Conditions:         settableConditions(st.Conditions),
 		Attempts:           st.Attempts,
 		LastError:          st.LastError,
 		StartTime:          settableTime(st.StartTime),
@@ -139,6 +140,15 @@ func settableTime(t *metav1.Time) *metav1.Time {
 // readsAsUnset says Go writes t (to the second) as a time it reads back as unset.
 func readsAsUnset(t time.Time) bool {
 	return t.UTC().Truncate(time.Second).IsZero()
+}
+
+// settableConditions are the conditions v1beta1 can carry: one whose lastTransitionTime reads
+// as unset (readsAsUnset) would show it as null in a field v1beta1 requires, and every status
+// write there would be refused. Such a condition is left out, and the preserved annotation
+// keeps it for v1.
+func settableConditions(in []metav1.Condition) []metav1.Condition {
+	out := copyConditions(in)
+	return slices.DeleteFunc(out, func(c metav1.Condition) bool { return readsAsUnset(c.LastTransitionTime.Time) })
 }
 
 func copyConditions(in []metav1.Condition) []metav1.Condition {

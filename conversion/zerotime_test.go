@@ -22,6 +22,7 @@ func TestTheZeroInstantInAStatusTimeGoesAcrossAndBack(t *testing.T) {
 		{"v1alpha1", `{"lastPhaseTransitionTime":"0001-01-01T01:00:00+01:00","phase":"Running"}`, "lastError"},
 		{"v1beta1", `{"startTime":"0001-01-01T00:00:00Z","phase":"Running"}`, "lastError"},
 		{"v1beta1", `{"completionTime":"0001-01-01T00:00:00Z"}`, "lastError"},
+		{"v1beta1", `{"conditions":[{"type":"Ready","status":"True","reason":"Healthy","message":"","lastTransitionTime":"0001-01-01T00:00:00Z"},{"type":"Failed","status":"False","reason":"R","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}],"phase":"Running"}`, "lastError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version+" "+tt.status, func(t *testing.T) {
@@ -104,6 +105,49 @@ func TestTheZeroInstantWrittenAtAnOldVersionReadsAsUnsetAndKeepsTheHiddenStatus(
 			}
 			if v, ok := got[tt.hubField]; ok {
 				t.Errorf("status.%s is %v, want it unset", tt.hubField, v)
+			}
+		})
+	}
+}
+
+// TestCheckTimesRefusesNewTimesThatReadAsUnset: a v1 write may not bring a time Go reads back
+// as unset, anywhere in the Task; one the stored Task holds at the same place goes through.
+func TestCheckTimesRefusesNewTimesThatReadAsUnset(t *testing.T) {
+	task := func(status string) map[string]any {
+		obj, err := decodeJSON([]byte(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":{"runner":{"type":"Shell","shell":{"script":"x"}}},"status":` + status + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	cond := func(at string) string {
+		return `{"conditions":[{"type":"A","status":"True","reason":"R","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"B","status":"True","reason":"R","message":"","lastTransitionTime":"` + at + `"}]}`
+	}
+	tests := []struct {
+		name, status, stored, want string // want: the field refused, "" for none
+	}{
+		{"the zero instant", `{"startTime":"0001-01-01T00:00:00Z"}`, "", "status.startTime"},
+		{"within its first second", `{"completionTime":"0001-01-01T00:00:00.999Z"}`, "", "status.completionTime"},
+		{"spelled in another zone", `{"lastPhaseTransitionTime":"0001-01-01T01:00:00+01:00"}`, "", "status.lastPhaseTransitionTime"},
+		{"in a condition", cond("0001-01-01T00:00:00Z"), "", "status.conditions[1].lastTransitionTime"},
+		{"in the current run", `{"currentRun":{"attempt":1,"job":{"name":"t-0-1"},"outcome":"Active","retryTime":"0001-01-01T00:00:00Z"}}`, "", "status.currentRun.retryTime"},
+		{"held by the stored Task", cond("0001-01-01T00:00:00Z"), cond("0001-01-01T00:00:00Z"), ""},
+		{"another one than the stored Task's", `{"startTime":"0001-01-01T00:00:00Z"}`, `{"startTime":"0001-01-01T00:00:00.5Z"}`, "status.startTime"},
+		{"one second later", `{"startTime":"0001-01-01T00:00:01Z"}`, "", ""},
+		{"a time of this century", `{"startTime":"2026-12-07T10:00:00Z"}`, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stored []byte
+			if tt.stored != "" {
+				stored = mustJSON(t, task(tt.stored))
+			}
+			errs := CheckTimes(task(tt.status), stored)
+			switch {
+			case tt.want == "" && len(errs) > 0:
+				t.Errorf("refused: %v", errs)
+			case tt.want != "" && (len(errs) != 1 || errs[0].Field != tt.want):
+				t.Errorf("%v, want %s refused", errs, tt.want)
 			}
 		})
 	}

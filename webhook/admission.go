@@ -142,6 +142,11 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		}
 		errs = append(errs, taskv1.ValidateLabels(task.Labels, old)...)
 	}
+	var stored []byte
+	if req.Operation == admissionv1.Update {
+		stored = req.OldObject.Raw
+	}
+	errs = append(errs, conversion.CheckTimes(obj, stored)...)
 	errs = append(errs, conversion.CheckReadable(obj)...)
 	if len(errs) == 0 {
 		return admission.Allowed("")

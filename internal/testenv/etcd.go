@@ -66,6 +66,20 @@ func (cp *ControlPlane) EtcdGet(ctx context.Context, key string) ([]byte, error)
 	return resp.Kvs[0].Value, nil
 }
 
+// EtcdPut writes value under key directly, as an earlier release or another writer without
+// this release's admission could have stored it; the apiserver's watch caches see it as any
+// other change.
+func (cp *ControlPlane) EtcdPut(ctx context.Context, key string, value []byte) error {
+	c, err := cp.Etcd()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Put(ctx, key, string(value)); err != nil {
+		return fmt.Errorf("etcd put %s: %w", key, err)
+	}
+	return nil
+}
+
 // StoredObject is one value etcd holds, as the apiserver wrote it.
 type StoredObject struct {
 	// Key is the etcd key without the prefix asked for, e.g. "<ns>/<name>".
