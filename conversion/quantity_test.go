@@ -1,9 +1,17 @@
 package conversion
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/apis/v1alpha1"
+	"example.com/task-operator/apis/v1beta1"
 )
 
 // TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding: the schema's pattern
@@ -59,5 +67,44 @@ func TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding(t *tes
 				}
 			}
 		})
+	}
+}
+
+// TestQuantitiesAreWhereTheGuardLooks: the guard looks only at spec.resources' limits and
+// requests of the hub; a quantity added anywhere else to any version's types must be added to
+// it (unparsableQuantity) before this test passes again.
+func TestQuantitiesAreWhereTheGuardLooks(t *testing.T) {
+	quantity := reflect.TypeFor[resource.Quantity]()
+	var found []string
+	var walk func(t reflect.Type, at string, seen map[reflect.Type]bool)
+	walk = func(t reflect.Type, at string, seen map[reflect.Type]bool) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == quantity {
+			found = append(found, at)
+			return
+		}
+		switch t.Kind() {
+		case reflect.Map, reflect.Slice:
+			walk(t.Elem(), at+"[*]", seen)
+		case reflect.Struct:
+			if seen[t] {
+				return
+			}
+			seen[t] = true
+			defer delete(seen, t)
+			for f := range jsonFields(t) {
+				walk(jsonFields(t)[f], joinPath(at, f), seen)
+			}
+		}
+	}
+	for _, typed := range []any{taskv1.Task{}, v1beta1.Task{}, v1alpha1.Task{}} {
+		walk(reflect.TypeOf(typed), reflect.TypeOf(typed).PkgPath(), map[reflect.Type]bool{})
+	}
+	slices.Sort(found)
+	want := []string{"example.com/task-operator/apis/v1.spec.resources.limits[*]", "example.com/task-operator/apis/v1.spec.resources.requests[*]"}
+	if !slices.Equal(found, want) {
+		t.Errorf("quantities at %v, want only %v", found, want)
 	}
 }

@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -112,8 +113,11 @@ func fieldPath(p path) *field.Path {
 // the operator included, would drop it, and v1beta1 shows a condition's lastTransitionTime,
 // which it requires, as null, so that every status write there would fail. A time the stored
 // Task (oldRaw, nil on create) holds at the same place is let through, so that a Task stored
-// with one stays writable.
-func CheckTimes(obj map[string]any, oldRaw []byte) field.ErrorList {
+// with one stays writable. raw is obj as sent: most writes are told apart by it at once.
+func CheckTimes(raw []byte, obj map[string]any, oldRaw []byte) field.ErrorList {
+	if !mayHoldAnUnsetTime(raw) {
+		return nil
+	}
 	found := unsetReadingTimes(obj)
 	if len(found) == 0 {
 		return nil // the stored Task is decoded only when there is something to compare
@@ -156,4 +160,12 @@ func unsetReadingTimes(obj map[string]any) map[string]string {
 		return true
 	})
 	return found
+}
+
+// mayHoldAnUnsetTime says raw may hold a time that reads as unset: one in the first second of
+// year 1 is spelled with a date of 0001-01-01 or, in a zone west of UTC, 0000-12-31; a \u
+// escape could spell either.
+func mayHoldAnUnsetTime(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"0001-01-01T`)) || bytes.Contains(raw, []byte(`"0000-12-31T`)) ||
+		bytes.Contains(raw, []byte(`\u`))
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // walkTyped calls visit for every value in v (decoded JSON) with the Go type encoding/json
@@ -46,9 +47,21 @@ func walkTyped(v any, t reflect.Type, at string, visit func(v any, t reflect.Typ
 	}
 }
 
+// fieldsByType caches jsonFields: walkTyped runs before typed decodings on the webhook's paths.
+var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
+
 // jsonFields are a struct's fields by JSON name, those of embedded structs without a name
 // of their own included.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if cached, ok := fieldsByType.Load(t); ok {
+		return cached.(map[string]reflect.Type)
+	}
+	fields := structFields(t)
+	fieldsByType.Store(t, fields)
+	return fields
+}
+
+func structFields(t reflect.Type) map[string]reflect.Type {
 	fields := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)

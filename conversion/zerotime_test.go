@@ -129,6 +129,7 @@ func TestCheckTimesRefusesNewTimesThatReadAsUnset(t *testing.T) {
 		{"the zero instant", `{"startTime":"0001-01-01T00:00:00Z"}`, "", "status.startTime"},
 		{"within its first second", `{"completionTime":"0001-01-01T00:00:00.999Z"}`, "", "status.completionTime"},
 		{"spelled in another zone", `{"lastPhaseTransitionTime":"0001-01-01T01:00:00+01:00"}`, "", "status.lastPhaseTransitionTime"},
+		{"spelled in a zone west of UTC", `{"lastPhaseTransitionTime":"0000-12-31T13:00:00.5-11:00"}`, "", "status.lastPhaseTransitionTime"},
 		{"in a condition", cond("0001-01-01T00:00:00Z"), "", "status.conditions[1].lastTransitionTime"},
 		{"in the current run", `{"currentRun":{"attempt":1,"job":{"name":"t-0-1"},"outcome":"Active","retryTime":"0001-01-01T00:00:00Z"}}`, "", "status.currentRun.retryTime"},
 		{"held by the stored Task", cond("0001-01-01T00:00:00Z"), cond("0001-01-01T00:00:00Z"), ""},
@@ -142,7 +143,8 @@ func TestCheckTimesRefusesNewTimesThatReadAsUnset(t *testing.T) {
 			if tt.stored != "" {
 				stored = mustJSON(t, task(tt.stored))
 			}
-			errs := CheckTimes(task(tt.status), stored)
+			obj := task(tt.status)
+			errs := CheckTimes(mustJSON(t, obj), obj, stored)
 			switch {
 			case tt.want == "" && len(errs) > 0:
 				t.Errorf("refused: %v", errs)

@@ -146,7 +146,7 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	if req.Operation == admissionv1.Update {
 		stored = req.OldObject.Raw
 	}
-	errs = append(errs, conversion.CheckTimes(obj, stored)...)
+	errs = append(errs, conversion.CheckTimes(req.Object.Raw, obj, stored)...)
 	errs = append(errs, conversion.CheckReadable(obj)...)
 	if len(errs) == 0 {
 		return admission.Allowed("")
