@@ -102,7 +102,7 @@ func decodeTyped(b body, sent []byte, typed any) error {
 // decodeSent is decodeTyped's first way: it reports whether sent decoded into typed strictly,
 // and leaves typed zero when it did not.
 func decodeSent(sent []byte, typed any) bool {
-	if sent == nil || mayHoldAHugeExponent(sent) {
+	if sent == nil || mayHoldAnOversizedQuantity(sent) {
 		return false // the decoded body's way checks its quantities first (checkQuantities)
 	}
 	strict, err := kjson.UnmarshalStrict(sent, typed)
@@ -113,29 +113,12 @@ func decodeSent(sent []byte, typed any) bool {
 	return false
 }
 
-// mayHoldAHugeExponent says raw may hold a quantity whose exponent does not fit in 32 bits:
-// an e followed by ten digits or more, or a \u escape, which could spell one.
-func mayHoldAHugeExponent(raw []byte) bool {
-	if bytes.Contains(raw, []byte(`\u`)) {
-		return true
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != 'e' && raw[i] != 'E' {
-			continue
-		}
-		j := i + 1
-		if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
-			j++
-		}
-		digits := 0
-		for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
-			j, digits = j+1, digits+1
-		}
-		if digits >= 10 {
-			return true
-		}
-	}
-	return false
+// mayHoldAnOversizedQuantity says raw may hold a quantity, which checkQuantities must see
+// first: quantities are only under spec.resources, and the strict decoding matches that key
+// exactly, as written or spelled with \u escapes. Task bodies without resources keep the fast
+// way.
+func mayHoldAnOversizedQuantity(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"resources"`)) || bytes.Contains(raw, []byte(`\u`))
 }
 
 // compact removes, recursively, keys whose value is an empty object.

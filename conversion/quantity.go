@@ -13,10 +13,13 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 )
 
-// CheckQuantities refuses, naming the field, a quantity of a v1 Task (spec.resources) whose
-// decimal exponent does not fit in 32 bits: the schema's pattern takes "1e3000000000", and
-// resource.ParseQuantity, which every typed decoding of the Task runs, then spins for minutes
-// and takes gigabytes. Nothing decodes a Task typed before this check has passed.
+// CheckQuantities refuses, naming the field, a quantity of a v1 Task (spec.resources) longer
+// than maxQuantityLength or with a decimal exponent beyond ±maxQuantityExponent. The schema's
+// pattern takes any, and resource.Quantity spins for minutes and takes gigabytes on some
+// ("1e3000000000", "1e-100000000" to parse; "1e2000000000" to compare with 1; it panics
+// comparing 1e2147483647 with 1e-9), in every typed decoding of the Task and in the
+// Validator's request and limit checks. Within these bounds every operation is immediate.
+// Nothing decodes a Task typed before this check has passed.
 func CheckQuantities(obj map[string]any) field.ErrorList {
 	if at, value := unparsableQuantity(bodyOf(obj)); at != "" {
 		return field.ErrorList{field.Invalid(fieldPath(path(at)), value, quantityExponentMessage)}
@@ -24,7 +27,13 @@ func CheckQuantities(obj map[string]any) field.ErrorList {
 	return nil
 }
 
-const quantityExponentMessage = "the exponent of a quantity must be between -2147483648 and 2147483647"
+const (
+	maxQuantityLength   = 64
+	maxQuantityExponent = 64
+)
+
+var quantityExponentMessage = fmt.Sprintf("a quantity must be at most %d characters long, with an exponent between -%d and %d",
+	maxQuantityLength, maxQuantityExponent, maxQuantityExponent)
 
 // checkQuantities is CheckQuantities for the typed decodings of a body into typed. Only the
 // hub has quantities.
@@ -48,8 +57,8 @@ func unparsableQuantity(b body) (string, string) {
 				for _, quantities := range valuesFold(resources, list) {
 					m, _ := quantities.(map[string]any)
 					for _, name := range slices.Sorted(maps.Keys(m)) {
-						if s, ok := m[name].(string); ok && !exponentFits(s) {
-							return "spec.resources." + list + "." + name, s
+						if value := m[name]; !quantityFits(value) {
+							return "spec.resources." + list + "." + name, fmt.Sprint(value)
 						}
 					}
 				}
@@ -71,14 +80,27 @@ func valuesFold(v any, key string) []any {
 	return out
 }
 
-// exponentFits says a quantity's decimal exponent ("1e3", "2E-5"), if it has one, fits in
-// 32 bits. What is not a number after the e (the suffix Ei, a malformed "1e.5") is the
-// quantity parser's to refuse, quickly.
-func exponentFits(s string) bool {
+// quantityFits says a quantity (a string, or a number as JSON decodes it) is within the bounds
+// CheckQuantities keeps: its length, and its decimal exponent ("1e3", "2E-5") if it has one.
+// What is not a number after the e (the suffix Ei, a malformed "1e.5") is the quantity
+// parser's to refuse, quickly.
+func quantityFits(v any) bool {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case float64:
+		s = strconv.FormatFloat(v, 'g', -1, 64)
+	default:
+		return true // an integer, or no quantity at all: the decoder's to judge
+	}
+	if len(s) > maxQuantityLength {
+		return false
+	}
 	i := strings.IndexAny(s, "eE")
 	if i < 0 {
 		return true
 	}
-	_, err := strconv.ParseInt(s[i+1:], 10, 32)
-	return !errors.Is(err, strconv.ErrRange)
+	exp, err := strconv.ParseInt(s[i+1:], 10, 64)
+	return err != nil && !errors.Is(err, strconv.ErrRange) || err == nil && exp >= -maxQuantityExponent && exp <= maxQuantityExponent
 }

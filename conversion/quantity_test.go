@@ -14,11 +14,12 @@ import (
 	"example.com/task-operator/apis/v1beta1"
 )
 
-// TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding: the schema's pattern
-// takes "1e3000000000", on which resource.ParseQuantity spins for minutes; every way a Task is
-// decoded refuses it first, naming the field, however the request spells it. Quantities that
-// merely look alike (the suffix Ei, a large exponent that fits) convert.
-func TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding(t *testing.T) {
+// TestAnOversizedQuantityIsRefusedBeforeAnyTypedDecoding: the schema's pattern takes any
+// exponent and length, and resource.Quantity spins for minutes on some to parse or compare;
+// every way a Task is decoded refuses a quantity past the bounds first, naming the field,
+// however the request spells it. Quantities that merely look alike (the suffix Ei) and those
+// at the bounds convert.
+func TestAnOversizedQuantityIsRefusedBeforeAnyTypedDecoding(t *testing.T) {
 	task := func(cpu string) string {
 		return `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"q","namespace":"ns"},"spec":{"runner":{"type":"Shell","shell":{"script":"x"}},"resources":{"limits":{"cpu":"` + cpu + `"}}}}`
 	}
@@ -28,10 +29,15 @@ func TestAQuantityWithAnExponentPast32BitsIsRefusedBeforeAnyTypedDecoding(t *tes
 	}{
 		{"an exponent past 32 bits", "1e3000000000", true},
 		{"a negative one", "1e-3000000000", true},
+		{"a negative one within 32 bits, which the parser spins on", "1e-100000000", true},
+		{"a positive one within 32 bits, which a comparison spins on", "1e2000000000", true},
+		{"just past the bound", "1e65", true},
 		{"spelled with escapes", `1\u00653000000000`, true},
+		{"longer than 64 characters", "0." + strings.Repeat("0", 63) + "1", true},
 		{"the suffix Ei", "1Ei", false},
 		{"the suffix E", "2E", false},
-		{"an exponent that fits", "1e300", false},
+		{"at the bound", "1e64", false},
+		{"at the negative bound", "1e-64", false},
 		{"millis", "500m", false},
 	}
 	for _, tt := range tests {
@@ -106,5 +112,22 @@ func TestQuantitiesAreWhereTheGuardLooks(t *testing.T) {
 	want := []string{"example.com/task-operator/apis/v1.spec.resources.limits[*]", "example.com/task-operator/apis/v1.spec.resources.requests[*]"}
 	if !slices.Equal(found, want) {
 		t.Errorf("quantities at %v, want only %v", found, want)
+	}
+}
+
+// TestAQuantityWrittenAsAJSONNumberIsHeldToTheSameBounds: the schema takes a quantity as a
+// number too ("cpu": 1e300), which the quantity's decoder reads from its JSON text.
+func TestAQuantityWrittenAsAJSONNumberIsHeldToTheSameBounds(t *testing.T) {
+	for _, tt := range []struct {
+		number  string
+		refused bool
+	}{{"1e300", true}, {"1e-300", true}, {"2", false}, {"0.5", false}, {"1e20", false}} {
+		obj, err := decodeJSON([]byte(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"q"},"spec":{"resources":{"requests":{"memory":` + tt.number + `}}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := CheckQuantities(obj); (len(errs) > 0) != tt.refused {
+			t.Errorf("%s: %v, want refused %v", tt.number, errs, tt.refused)
+		}
 	}
 }

@@ -1,0 +1,53 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// TestBothWebhooksRefuseAnOversizedQuantityAtOnceNamingIt: quantities the schema takes but
+// resource.Quantity spins on (to parse, or to compare a request with its limit) or panics on are
+// refused by the mutating and the validating webhook at once, naming the field, never answered
+// after the apiserver's timeout or with a panic.
+func TestBothWebhooksRefuseAnOversizedQuantityAtOnceNamingIt(t *testing.T) {
+	tests := []struct{ name, resources string }{
+		{"an exponent the parser spins on", `{"limits":{"cpu":"1e-100000000"}}`},
+		{"one a comparison with the request spins on", `{"limits":{"cpu":"1e2000000000"},"requests":{"cpu":"1"}}`},
+		{"one a comparison with the request panics on", `{"limits":{"cpu":"1e2147483647"},"requests":{"cpu":"1e-9"}}`},
+	}
+	handlers := map[string]admission.Handler{"mutating": Mutator{}, "validating": Validator{}}
+	for _, tt := range tests {
+		for kind, h := range handlers {
+			t.Run(tt.name+" "+kind, func(t *testing.T) {
+				req := rawCreate(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":{"runner":{"type":"Shell","shell":{"script":"true"}},"resources":`+tt.resources+`}}`, false)
+				done := make(chan string, 1)
+				go func() {
+					defer func() {
+						if p := recover(); p != nil {
+							done <- fmt.Sprintf("panic: %v", p)
+						}
+					}()
+					resp := h.Handle(context.Background(), req)
+					msg := ""
+					if resp.Result != nil {
+						msg = resp.Result.Message
+					}
+					done <- fmt.Sprintf("allowed=%v %s", resp.Allowed, msg)
+				}()
+				select {
+				case got := <-done:
+					if !strings.HasPrefix(got, "allowed=false") || !strings.Contains(got, "spec.resources.") {
+						t.Errorf("%s", got)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("no answer after a minute")
+				}
+			})
+		}
+	}
+}
