@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -122,18 +124,20 @@ func CheckTimes(raw []byte, obj map[string]any, oldRaw []byte) field.ErrorList {
 	if len(found) == 0 {
 		return nil // the stored Task is decoded only when there is something to compare
 	}
-	var had map[string]string
+	had := map[string]string{}
 	if len(oldRaw) > 0 {
 		old, err := DecodeObject(oldRaw)
 		if err != nil {
 			return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("decode the stored Task: %w", err))}
 		}
-		had = unsetReadingTimes(old)
+		for _, t := range unsetReadingTimes(old) {
+			had[t.key] = t.value
+		}
 	}
 	var errs field.ErrorList
-	for at, value := range found {
-		if had[at] != value {
-			errs = append(errs, field.Invalid(field.NewPath(at), value,
+	for at, t := range found {
+		if had[t.key] != t.value {
+			errs = append(errs, field.Invalid(field.NewPath(at), t.value,
 				"a time in the first second of year 1 reads as unset in Go clients and at v1alpha1 and v1beta1: write a later time, or leave the field out"))
 		}
 	}
@@ -141,25 +145,49 @@ func CheckTimes(raw []byte, obj map[string]any, oldRaw []byte) field.ErrorList {
 	return errs
 }
 
+// An unsetTime is a time that reads as unset: its value, and the key it is compared with the
+// stored Task's by: its path, a condition's index replaced by its type (conditions are a list
+// keyed by type, which a write may reorder).
+type unsetTime struct{ key, value string }
+
 // unsetReadingTimes are obj's times that read as unset (readsAsUnset), by path.
-func unsetReadingTimes(obj map[string]any) map[string]string {
+func unsetReadingTimes(obj map[string]any) map[string]unsetTime {
 	if obj == nil {
 		return nil
 	}
 	timeType := reflect.TypeFor[metav1.Time]()
-	found := map[string]string{}
+	found := map[string]unsetTime{}
 	walkTyped(map[string]any(bodyOf(obj)), reflect.TypeFor[taskv1.Task](), "", func(v any, t reflect.Type, at string) bool {
 		if t != timeType {
 			return false
 		}
 		if s, ok := v.(string); ok {
 			if parsed, err := time.Parse(time.RFC3339, s); err == nil && readsAsUnset(parsed) {
-				found[at] = s
+				found[at] = unsetTime{key: keyedByType(obj, at), value: s}
 			}
 		}
 		return true
 	})
 	return found
+}
+
+// keyedByType is at with the index of a status condition replaced by the condition's type.
+func keyedByType(obj map[string]any, at string) string {
+	const prefix = "status.conditions["
+	rest, ok := strings.CutPrefix(at, prefix)
+	if !ok {
+		return at
+	}
+	index, tail, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(index)
+	status, _ := obj["status"].(map[string]any)
+	conditions, _ := status["conditions"].([]any)
+	if !ok || err != nil || i >= len(conditions) {
+		return at
+	}
+	condition, _ := conditions[i].(map[string]any)
+	conditionType, _ := condition["type"].(string)
+	return prefix + "type=" + conditionType + "]" + tail
 }
 
 // mayHoldAnUnsetTime says raw may hold a time that reads as unset: one in the first second of
