@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 
+	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/internal/jsonvalue"
 )
 
@@ -243,4 +244,11 @@ func join(p path, key string) path {
 		return path(key)
 	}
 	return path(string(p) + "." + key)
+}
+
+// UnreadableField is the path of the first value of a v1 Task (decoded JSON) that its field's
+// own decoder refuses (a time Go cannot parse, which the schema's date-time check takes, such
+// as "2026-01-01t00:00:00z"); "" when there is none.
+func UnreadableField(obj map[string]any) string {
+	return unreadableField(map[string]any(bodyOf(obj)), reflect.TypeFor[taskv1.Task](), "")
 }

@@ -131,7 +131,14 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	}
 	task := &taskv1.Task{}
 	if err := json.Unmarshal(req.Object.Raw, task); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		at := conversion.UnreadableField(obj)
+		if at == "" {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		invalid := apierrors.NewInvalid(taskv1.GroupKind, name, field.ErrorList{field.Invalid(field.NewPath(at), field.OmitValueType{}, err.Error())})
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
 	}
 	var errs field.ErrorList
 	if req.SubResource == "" {

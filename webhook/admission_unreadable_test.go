@@ -51,3 +51,19 @@ func TestBothWebhooksRefuseAnOversizedQuantityAtOnceNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// TestTheValidatorNamesATimeGoCannotParse: the schema's date-time check takes times Go's
+// parser refuses (a lower-case t or z, an offset of 99 hours); a v1 status write with one,
+// which only the validating webhook sees, is refused naming the field.
+func TestTheValidatorNamesATimeGoCannotParse(t *testing.T) {
+	for _, at := range []string{"2026-01-01t00:00:00z", "2026-01-01T00:00:00+99:00"} {
+		raw := `{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},"spec":{"runner":{"type":"Shell","shell":{"script":"true"}}},"status":{"startTime":"` + at + `"}}`
+		req := rawCreate(raw, false)
+		req.Operation, req.SubResource = "UPDATE", "status"
+		req.OldObject.Raw = []byte(raw)
+		resp := Validator{}.Handle(context.Background(), req)
+		if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "status.startTime") {
+			t.Errorf("%s: allowed %v, %v; want refused naming status.startTime", at, resp.Allowed, resp.Result)
+		}
+	}
+}
