@@ -88,7 +88,10 @@ func quantityFits(v any) bool {
 	var s string
 	switch v := v.(type) {
 	case string:
-		s = v
+		if len(v) > maxQuantityLength {
+			return false
+		}
+		s = strings.TrimSpace(v) // as Quantity's UnmarshalJSON reads it
 	case float64:
 		s = strconv.FormatFloat(v, 'g', -1, 64)
 	default:

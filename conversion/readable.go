@@ -124,19 +124,19 @@ func CheckTimes(raw []byte, obj map[string]any, oldRaw []byte) field.ErrorList {
 	if len(found) == 0 {
 		return nil // the stored Task is decoded only when there is something to compare
 	}
-	had := map[string]string{}
+	had := map[string]time.Time{}
 	if len(oldRaw) > 0 {
 		old, err := DecodeObject(oldRaw)
 		if err != nil {
 			return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("decode the stored Task: %w", err))}
 		}
 		for _, t := range unsetReadingTimes(old) {
-			had[t.key] = t.value
+			had[t.key] = t.at
 		}
 	}
 	var errs field.ErrorList
 	for at, t := range found {
-		if had[t.key] != t.value {
+		if stored, ok := had[t.key]; !ok || !stored.Equal(t.at) {
 			errs = append(errs, field.Invalid(field.NewPath(at), t.value,
 				"a time in the first second of year 1 reads as unset in Go clients and at v1alpha1 and v1beta1: write a later time, or leave the field out"))
 		}
@@ -148,7 +148,10 @@ func CheckTimes(raw []byte, obj map[string]any, oldRaw []byte) field.ErrorList {
 // An unsetTime is a time that reads as unset: its value, and the key it is compared with the
 // stored Task's by: its path, a condition's index replaced by its type (conditions are a list
 // keyed by type, which a write may reorder).
-type unsetTime struct{ key, value string }
+type unsetTime struct {
+	key, value string
+	at         time.Time
+}
 
 // unsetReadingTimes are obj's times that read as unset (readsAsUnset), by path.
 func unsetReadingTimes(obj map[string]any) map[string]unsetTime {
@@ -163,7 +166,7 @@ func unsetReadingTimes(obj map[string]any) map[string]unsetTime {
 		}
 		if s, ok := v.(string); ok {
 			if parsed, err := time.Parse(time.RFC3339, s); err == nil && readsAsUnset(parsed) {
-				found[at] = unsetTime{key: keyedByType(obj, at), value: s}
+				found[at] = unsetTime{key: keyedByType(obj, at), value: s, at: parsed}
 			}
 		}
 		return true

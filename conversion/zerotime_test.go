@@ -135,6 +135,7 @@ func TestCheckTimesRefusesNewTimesThatReadAsUnset(t *testing.T) {
 		{"held by the stored Task", cond("0001-01-01T00:00:00Z"), cond("0001-01-01T00:00:00Z"), ""},
 		{"held by the stored Task at another place in the list", `{"conditions":[{"type":"B","status":"True","reason":"R","message":"","lastTransitionTime":"0001-01-01T00:00:00Z"}]}`, cond("0001-01-01T00:00:00Z"), ""},
 		{"held by another condition of the stored Task", `{"conditions":[{"type":"C","status":"True","reason":"R","message":"","lastTransitionTime":"0001-01-01T00:00:00Z"}]}`, cond("0001-01-01T00:00:00Z"), "status.conditions[0].lastTransitionTime"},
+		{"the stored instant spelled otherwise", `{"startTime":"0000-12-31T23:00:00-01:00"}`, `{"startTime":"0001-01-01T00:00:00.000Z"}`, ""},
 		{"another one than the stored Task's", `{"startTime":"0001-01-01T00:00:00Z"}`, `{"startTime":"0001-01-01T00:00:00.5Z"}`, "status.startTime"},
 		{"one second later", `{"startTime":"0001-01-01T00:00:01Z"}`, "", ""},
 		{"a time of this century", `{"startTime":"2026-12-07T10:00:00Z"}`, "", ""},

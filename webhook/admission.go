@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	taskv1 "example.com/task-operator/apis/v1"
 	"example.com/task-operator/conversion"
@@ -129,8 +130,15 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		invalid := apierrors.NewInvalid(taskv1.GroupKind, name, errs)
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
 	}
+	// Typed from obj, what the checks above read, and with its keys matched exactly, as the
+	// apiserver reads them: not again from the raw bytes, where a key in another case or
+	// repeated would bring a value no check saw.
+	canonical, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
 	task := &taskv1.Task{}
-	if err := json.Unmarshal(req.Object.Raw, task); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(canonical, task); err != nil {
 		at := conversion.UnreadableField(obj)
 		if at == "" {
 			return admission.Errored(http.StatusBadRequest, err)

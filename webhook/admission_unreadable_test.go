@@ -67,3 +67,32 @@ func TestTheValidatorNamesATimeGoCannotParse(t *testing.T) {
 		}
 	}
 }
+
+// TestTheValidatorDecodesOnlyWhatItsChecksSaw: the Validator checks the decoded object, and
+// decodes it typed from there with its keys matched exactly, as the apiserver matches them: a
+// quantity the checks did not see (a key in another case, a repeated key, a number too small
+// for a float) is never parsed from the raw bytes, where it would spin for minutes.
+func TestTheValidatorDecodesOnlyWhatItsChecksSaw(t *testing.T) {
+	const spins = "1e-100000000"
+	const runner = `"runner":{"type":"Shell","shell":{"script":"true"}}`
+	for name, body := range map[string]string{
+		"top-level Spec":         `"Spec":{` + runner + `,"resources":{"limits":{"cpu":"` + spins + `"}}}`,
+		"top-level key with ſ":   `"ſpec":{` + runner + `,"resources":{"limits":{"cpu":"` + spins + `"}}}`,
+		"limits repeated":        `"spec":{` + runner + `,"resources":{"limits":{"cpu":"` + spins + `"},"limits":{"cpu":"1"}}}`,
+		"a number below a float": `"spec":{` + runner + `,"resources":{"limits":{"cpu":` + spins + `}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := rawCreate(`{"apiVersion":"example.com/v1","kind":"Task","metadata":{"name":"t","namespace":"ns"},`+body+`}`, false)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				Validator{}.Handle(context.Background(), req)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second): // the webhooks' timeoutSeconds: the apiserver gives up then
+				t.Fatal("no answer within the webhook's timeout: a quantity no check saw was parsed")
+			}
+		})
+	}
+}
