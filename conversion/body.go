@@ -91,9 +91,6 @@ func unreadableField(v any, t reflect.Type, at string) string {
 // at all: a number such as 1.0 for an integer field, which b holds as 1), b is decoded as
 // always, so the outcome and its error are fromBody's.
 func decodeTyped(b body, sent []byte, typed any) error {
-	if err := checkQuantities(b, typed); err != nil {
-		return err
-	}
 	if decodeSent(sent, typed) {
 		return nil
 	}

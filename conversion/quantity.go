@@ -22,7 +22,7 @@ import (
 // Nothing decodes a Task typed before this check has passed.
 func CheckQuantities(obj map[string]any) field.ErrorList {
 	if at, value := unparsableQuantity(bodyOf(obj)); at != "" {
-		return field.ErrorList{field.Invalid(fieldPath(path(at)), value, quantityExponentMessage)}
+		return field.ErrorList{field.Invalid(fieldPath(path(at)), value, quantityBoundsMessage)}
 	}
 	return nil
 }
@@ -32,7 +32,7 @@ const (
 	maxQuantityExponent = 64
 )
 
-var quantityExponentMessage = fmt.Sprintf("a quantity must be at most %d characters long, with an exponent between -%d and %d",
+var quantityBoundsMessage = fmt.Sprintf("a quantity must be at most %d characters long, with an exponent between -%d and %d",
 	maxQuantityLength, maxQuantityExponent, maxQuantityExponent)
 
 // checkQuantities is CheckQuantities for the typed decodings of a body into typed. Only the
@@ -42,7 +42,7 @@ func checkQuantities(b body, typed any) error {
 		return nil
 	}
 	if at, value := unparsableQuantity(b); at != "" {
-		return fmt.Errorf("%s: Invalid value: %q: %s", at, value, quantityExponentMessage)
+		return fmt.Errorf("%s: Invalid value: %q: %s", at, value, quantityBoundsMessage)
 	}
 	return nil
 }

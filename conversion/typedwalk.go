@@ -47,7 +47,7 @@ func walkTyped(v any, t reflect.Type, at string, visit func(v any, t reflect.Typ
 	}
 }
 
-// fieldsByType caches jsonFields: walkTyped runs before typed decodings on the webhook's paths.
+// fieldsByType caches jsonFields, which every walkTyped asks of each struct it goes through.
 var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
 
 // jsonFields are a struct's fields by JSON name, those of embedded structs without a name

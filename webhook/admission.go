@@ -124,11 +124,7 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := conversion.CheckQuantities(obj); len(errs) > 0 {
-		// Before any typed decoding, which would spin on such a quantity.
-		meta, _ := obj["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		invalid := apierrors.NewInvalid(taskv1.GroupKind, name, errs)
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+		return refused(nameIn(obj), errs) // before any typed decoding, which would spin on such a quantity
 	}
 	// Typed from obj, what the checks above read, and with its keys matched exactly, as the
 	// apiserver reads them: not again from the raw bytes, where a key in another case or
@@ -143,10 +139,7 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		if at == "" {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		meta, _ := obj["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		invalid := apierrors.NewInvalid(taskv1.GroupKind, name, field.ErrorList{field.Invalid(field.NewPath(at), field.OmitValueType{}, err.Error())})
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+		return refused(nameIn(obj), field.ErrorList{field.Invalid(field.NewPath(at), field.OmitValueType{}, err.Error())})
 	}
 	var errs field.ErrorList
 	if req.SubResource == "" {
@@ -166,8 +159,20 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	if len(errs) == 0 {
 		return admission.Allowed("")
 	}
-	invalid := apierrors.NewInvalid(taskv1.GroupKind, task.Name, errs)
+	return refused(task.Name, errs)
+}
+
+// refused denies a write of the Task named name as Invalid, naming the fields in errs.
+func refused(name string, errs field.ErrorList) admission.Response {
+	invalid := apierrors.NewInvalid(taskv1.GroupKind, name, errs)
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &invalid.ErrStatus}}
+}
+
+// nameIn is the name in a decoded object's metadata, "" if none.
+func nameIn(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	return name
 }
 
 // oldLabels are the labels of the stored Task an update replaces; nil on create.
