@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -34,18 +35,22 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// compactTask drops a Task's managed fields, copies its slices into arrays of their length (the
-// JSON decoder grows them by doubling: seven conditions sit in room for eight) and shares the
-// strings many Tasks repeat: condition types, statuses, reasons and messages, and the metadata's
-// (compactMeta).
-// Tasks are written by patches computed against the cached copy (see patch.go), which none of
-// this reaches.
+// compactTask drops a Task's managed fields and every annotation the controller does not read
+// (readTaskAnnotations), copies its slices into arrays of their length (the JSON decoder grows
+// them by doubling: seven conditions sit in room for eight) and shares the strings many Tasks
+// repeat: condition types, statuses, reasons and messages, and the metadata's (compactMeta).
+// Tasks are written by patches computed against the cached copy (see patch.go): a merge patch
+// names only what the controller changed, so what the cache leaves out is never written back.
 func compactTask(obj any) (any, error) {
 	task, ok := obj.(*v1.Task)
 	if !ok {
 		return obj, nil
 	}
+	task.Annotations = onlyReadAnnotations(task.Annotations)
+	labels := task.Labels
+	task.Labels = nil
 	compactMeta(&task.ObjectMeta)
+	task.Labels = cachedLabelSets.share(labels)
 	task.Status.ActiveJobs = exact(task.Status.ActiveJobs)
 	task.Status.Conditions = exact(task.Status.Conditions)
 	for i := range task.Status.Conditions {
@@ -54,6 +59,28 @@ func compactTask(obj any) (any, error) {
 		c.Reason, c.Message = cachedStrings.intern(c.Reason), cachedStrings.intern(c.Message)
 	}
 	return task, nil
+}
+
+// readTaskAnnotations are the annotations the controller reads on a Task: the run and cancel
+// requests (request.go). The others are the users' and their tools', which the controller never
+// reads, and they can be most of a Task: kubectl apply's last-applied-configuration is the whole
+// manifest as applied, a second copy of the Task as a string, and an edit at an old API version
+// leaves the conversion's task.example.com/preserved-v1-fields. A key read but not listed here
+// would read as absent.
+var readTaskAnnotations = []string{v1.AnnotationRunRequested, v1.AnnotationCancelRequested}
+
+// onlyReadAnnotations is m with only readTaskAnnotations, nil if none is there.
+func onlyReadAnnotations(m map[string]string) map[string]string {
+	var kept map[string]string
+	for _, key := range readTaskAnnotations {
+		if value, ok := m[key]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(readTaskAnnotations))
+			}
+			kept[key] = value
+		}
+	}
+	return kept
 }
 
 // compactMeta drops managed fields and shares the strings objects of one kind repeat: the
@@ -140,4 +167,79 @@ func (in *interner) intern(s string) string {
 	}
 	in.strings[s] = s
 	return s
+}
+
+// cachedLabelSets holds one copy of each set of labels Tasks repeat: Tasks made from one
+// template (a chart, a generator, a script's loop) carry the same labels, and a Go map costs at
+// least 336 bytes however few its entries, more than the Task's seven conditions' strings.
+// Cached Tasks may share a map because nothing writes to a cached object: controller-runtime's
+// reader hands out deep copies, and the controller's event handlers and its Job index only
+// read.
+var cachedLabelSets = newMapInterner(maxSharedLabelSets)
+
+// maxSharedLabelSets bounds the table as maxInternedStrings bounds cachedStrings, and for the
+// same reason: Tasks labelled with something of their own (their name, a run ID) share nothing
+// and fill it; a full table is emptied and fills again. A set's key is at most
+// maxSharedLabelSetKey bytes, so the table pins at most 1 MiB of keys besides its maps.
+const (
+	maxSharedLabelSets   = 512
+	maxSharedLabelSetKey = 2048
+)
+
+type mapInterner struct {
+	mu   sync.Mutex
+	max  int
+	maps map[string]map[string]string
+}
+
+func newMapInterner(max int) *mapInterner {
+	return &mapInterner{max: max, maps: map[string]map[string]string{}}
+}
+
+// share is a map equal to m that other equal maps given to share are also given (m itself if
+// empty). m itself is not kept: the shared map is built from cachedStrings.
+func (in *mapInterner) share(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	key, ok := labelSetKey(m)
+	if !ok {
+		return internedMap(m, true)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if shared, ok := in.maps[key]; ok {
+		return shared
+	}
+	if len(in.maps) >= in.max {
+		clear(in.maps) // maps already shared stay shared by the Tasks that hold them
+	}
+	shared := internedMap(m, true)
+	in.maps[key] = shared
+	return shared
+}
+
+// labelSetKey spells m's entries in key order, each string after its length, so that no two
+// different maps spell alike; false if that is longer than maxSharedLabelSetKey.
+func labelSetKey(m map[string]string) (string, bool) {
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 8
+	}
+	if size > maxSharedLabelSetKey {
+		return "", false
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, size)
+	for _, k := range keys {
+		b = strconv.AppendInt(b, int64(len(k)), 10)
+		b = append(b, ':')
+		b = append(b, k...)
+		b = strconv.AppendInt(b, int64(len(m[k])), 10)
+		b = append(b, ':')
+		b = append(b, m[k]...)
+	}
+	return string(b), len(b) <= maxSharedLabelSetKey
 }

@@ -2,6 +2,12 @@ package reconciler
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -97,5 +103,135 @@ func TestCachedMetadataSharesRepeatedStrings(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTheCachedTaskKeepsOnlyTheAnnotationsTheControllerReads: kubectl apply's
+// last-applied-configuration is a second copy of the whole Task, as a string, on every Task a
+// user applied; the controller reads only the run and cancel requests. The requests read from
+// the cached Task must be the ones read from the Task as stored.
+func TestTheCachedTaskKeepsOnlyTheAnnotationsTheControllerReads(t *testing.T) {
+	stored := func() *v1.Task {
+		return &v1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "nightly", Annotations: map[string]string{
+			"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"example.com/v1","kind":"Task"}`,
+			"task.example.com/preserved-v1-fields":             `{"spec":{}}`,
+			"team.example.org/owner":                           "alice",
+			v1.AnnotationRunRequested:                          "2026-12-07T10:00:00Z",
+			v1.AnnotationCancelRequested:                       "2026-12-07T10:00:05Z",
+		}}}
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{"both requests among others", stored().Annotations, map[string]string{
+			v1.AnnotationRunRequested: "2026-12-07T10:00:00Z", v1.AnnotationCancelRequested: "2026-12-07T10:00:05Z"}},
+		{"an empty request is kept as it is", map[string]string{v1.AnnotationRunRequested: "", "x": "y"}, map[string]string{v1.AnnotationRunRequested: ""}},
+		{"none the controller reads", map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}, nil},
+		{"no annotations", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := stored()
+			task.Annotations = tc.annotations
+			want := task.DeepCopy()
+			got, err := compactTask(task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached := got.(*v1.Task)
+			if diff := cmp.Diff(tc.want, cached.Annotations); diff != "" {
+				t.Errorf("cached annotations (-want +got):\n%s", diff)
+			}
+			now := at(100)
+			if diff := cmp.Diff(readRequests(want, nil, now), readRequests(cached, nil, now), cmp.AllowUnexported(requests{}),
+				cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+				t.Errorf("requests read from the cached Task differ from the stored Task's (-stored +cached):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTheControllerReadsTaskAnnotationsOnlyThroughRequestTime: the cache drops every Task
+// annotation but readTaskAnnotations, so a read of any other key elsewhere in the controller
+// would find it absent however the Task is annotated. The one reader is requestTime.
+func TestTheControllerReadsTaskAnnotationsOnlyThroughRequestTime(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := regexp.MustCompile(`\b(task|t|s\.task|obj)\.(Annotations\b|GetAnnotations\(\))`)
+	var readers []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if read.MatchString(line) && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				readers = append(readers, fmt.Sprintf("%s:%d: %s", f, i+1, strings.TrimSpace(line)))
+			}
+		}
+	}
+	want := []string{"cache.go", "request.go"} // the filter, and requestTime
+	for _, r := range readers {
+		if !slices.ContainsFunc(want, func(f string) bool { return strings.HasPrefix(r, f+":") }) {
+			t.Errorf("a Task's annotations read outside requestTime (add the key to readTaskAnnotations and read it there):\n%s", r)
+		}
+	}
+	if len(readers) == 0 {
+		t.Error("found no read of a Task's annotations at all: the pattern no longer matches the code")
+	}
+}
+
+// TestTasksWithTheSameLabelsShareOneCachedMap: a Go map costs at least 336 bytes however few
+// its entries; Tasks made from one template carry the same labels, and the cache holds one
+// map for them all. Different sets, however they would spell run together, are not shared.
+func TestTasksWithTheSameLabelsShareOneCachedMap(t *testing.T) {
+	in := newMapInterner(maxSharedLabelSets)
+	decoded := func(kv ...string) map[string]string { // every string its own, as a decoder leaves it
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[strings.Clone(kv[i])] = strings.Clone(kv[i+1])
+		}
+		return m
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a := in.share(decoded("app", "nightly", "team", "a"))
+	b := in.share(decoded("team", "a", "app", "nightly"))
+	if !same(a, b) {
+		t.Error("two Tasks with the same labels hold a map each, want one shared")
+	}
+	if diff := cmp.Diff(map[string]string{"app": "nightly", "team": "a"}, a); diff != "" {
+		t.Errorf("shared labels (-want +got):\n%s", diff)
+	}
+	for _, pair := range [][2]map[string]string{
+		{decoded("a", "bc"), decoded("ab", "c")},
+		{decoded("a", ""), decoded("a", "", "b", "")},
+		{decoded("a:1", "b"), decoded("a", "1:b")},
+		{decoded("app", "nightly"), decoded("app", "Nightly")},
+	} {
+		x, y := in.share(pair[0]), in.share(pair[1])
+		if same(x, y) || !maps.Equal(x, pair[0]) || !maps.Equal(y, pair[1]) {
+			t.Errorf("labels %v and %v came back as %v and %v, want each its own, unchanged", pair[0], pair[1], x, y)
+		}
+	}
+	long := decoded("note", strings.Repeat("x", maxSharedLabelSetKey))
+	if x, y := in.share(long), in.share(decoded("note", strings.Repeat("x", maxSharedLabelSetKey))); same(x, y) || !maps.Equal(x, long) {
+		t.Error("a set too long to key was shared or changed, want it kept whole and not pinned by the table")
+	}
+	for i := range 3 * maxSharedLabelSets { // Tasks labelled with their own names fill the table
+		in.share(decoded("name", fmt.Sprint(i)))
+	}
+	if len(in.maps) > maxSharedLabelSets {
+		t.Errorf("the table holds %d sets, want at most %d", len(in.maps), maxSharedLabelSets)
+	}
+	if !same(in.share(decoded("team", "b")), in.share(decoded("team", "b"))) {
+		t.Error("a set first seen after the table filled is not shared")
 	}
 }
