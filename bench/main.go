@@ -54,6 +54,7 @@ var sizeFlags = []struct {
 	{"migrate-tasks", "v1alpha1-stored Tasks migrated by each method", []string{"migration"}, tasks},
 	{"migrate-schema-ceilings", "timings each of the arms that split goal 2 into factors: the rewrite ceilings with and without the Task's schemas (Task-shaped Floors, no webhook) and the no-webhook ceiling with each write marked, D E F F E D between two timings of the same-calls floor, then the rename-only ceiling; an even count, 0 (A B B A alone) at full size", []string{"migration"}, pairedTimings},
 	{"memory-tasks", "Tasks run before the peak RSS is read", []string{"memory"}, tasks},
+	{"memory-applied", "give the memory scenario's Tasks kubectl apply's last-applied-configuration annotation, as Tasks a user applied carry", []string{"memory"}, applied},
 	{"idle", "idle window", []string{"idle"}, gap},
 	{"kill-tasks", "Tasks run while the operator is killed", []string{"kill"}, tasks},
 	{"kills", "SIGKILLs of the operator", []string{"kill"}, reps},
@@ -97,6 +98,7 @@ var (
 	pairedTimings = field[int]{func(s *scenario.Size) *int { return &s.Reps }, evenNonNegative}
 	gap           = field[time.Duration]{func(s *scenario.Size) *time.Duration { return &s.Gap }, time.ParseDuration}
 	benchtime     = field[string]{func(s *scenario.Size) *string { return &s.Benchtime }, noneIsEmpty}
+	applied       = field[bool]{func(s *scenario.Size) *bool { return &s.Applied }, strconv.ParseBool}
 	seed          = field[uint64]{func(s *scenario.Size) *uint64 { return &s.Seed }, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }}
 )
 

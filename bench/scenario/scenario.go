@@ -41,6 +41,9 @@ type Size struct {
 	Benchtime string
 	// Seed seeds its randomness.
 	Seed uint64
+	// Applied has the scenario's Tasks carry what `kubectl apply` writes on a Task it creates:
+	// its last-applied-configuration annotation, the manifest as applied.
+	Applied bool
 }
 
 func (s Size) String() string {
@@ -51,7 +54,7 @@ func (s Size) String() string {
 		val  any
 	}{
 		{"tasks", s.Tasks != 0, s.Tasks}, {"reps", s.Reps != 0, s.Reps}, {"gap", s.Gap != 0, s.Gap},
-		{"benchtime", s.Benchtime != "", s.Benchtime}, {"seed", s.Seed != 0, s.Seed},
+		{"benchtime", s.Benchtime != "", s.Benchtime}, {"seed", s.Seed != 0, s.Seed}, {"applied", s.Applied, s.Applied},
 	} {
 		if f.set {
 			parts = append(parts, fmt.Sprintf("%s=%v", f.name, f.val))

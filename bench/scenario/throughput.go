@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -226,7 +227,12 @@ func memory(ctx context.Context, e *harness.Env, s Size, r *Result) error {
 	}
 	began := time.Now()
 	e.Logf("creating %d suspended Tasks and %d labelled Jobs", s.Tasks, s.Tasks)
-	suspend := func(_ int, t *taskv1.Task) { t.Spec.Suspend = true }
+	suspend := func(_ int, t *taskv1.Task) {
+		t.Spec.Suspend = true
+		if s.Applied {
+			lastApplied(t)
+		}
+	}
 	if _, err := e.CreateTasks(ctx, ns, "rest", s.Tasks, e.Workers, true, suspend); err != nil {
 		return err
 	}
@@ -390,4 +396,22 @@ func liveHeap(ctx context.Context, op *testenv.Operator, r *Result) error {
 		"%.1f / %.1f / %.1f MiB", mib(int64(value("go_memstats_stack_sys_bytes"))), mib(int64(value("go_memstats_gc_sys_bytes"))),
 		mib(int64(value("go_memstats_mspan_sys_bytes")+value("go_memstats_mcache_sys_bytes")+value("go_memstats_buck_hash_sys_bytes")+value("go_memstats_other_sys_bytes"))))
 	return nil
+}
+
+// lastApplied annotates t as `kubectl apply` does a Task it creates: the manifest as applied
+// (kind, apiVersion, metadata and spec, no status), as compact JSON with a trailing newline.
+func lastApplied(t *taskv1.Task) {
+	manifest := map[string]any{
+		"apiVersion": taskv1.GroupVersion.String(), "kind": "Task",
+		"metadata": map[string]any{"name": t.Name, "namespace": t.Namespace, "labels": t.Labels},
+		"spec":     t.Spec,
+	}
+	data, err := json.Marshal(manifest)
+	if err != nil {
+		panic(fmt.Sprintf("encode the manifest of task %s: %v", t.Name, err)) // plain maps and a typed spec: cannot fail
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[corev1.LastAppliedConfigAnnotation] = string(data) + "\n"
 }
