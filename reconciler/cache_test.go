@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -154,14 +153,17 @@ func TestTheCachedTaskKeepsOnlyTheAnnotationsTheControllerReads(t *testing.T) {
 
 // TestTheControllerReadsTaskAnnotationsOnlyThroughRequestTime: the cache drops every Task
 // annotation but readTaskAnnotations, so a read of any other key elsewhere in the controller
-// would find it absent however the Task is annotated. The one reader is requestTime.
+// would find it absent however the Task is annotated. Every read of an object's annotations in
+// the controller is on a Job (a variable named for one), in the cache's own transforms, or in
+// requestTime; any other read fails here until it is looked at.
 func TestTheControllerReadsTaskAnnotationsOnlyThroughRequestTime(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := regexp.MustCompile(`\b(task|t|s\.task|obj)\.(Annotations\b|GetAnnotations\(\))`)
-	var readers []string
+	read := regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)(\.ObjectMeta)?\.(Annotations\b|GetAnnotations\(\))|HasAnnotation\(`)
+	allowed := map[string]bool{"cache.go": true, "request.go": true} // the filter and compactMeta; requestTime
+	reads := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -171,19 +173,20 @@ func TestTheControllerReadsTaskAnnotationsOnlyThroughRequestTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(src), "\n") {
-			if read.MatchString(line) && !strings.HasPrefix(strings.TrimSpace(line), "//") {
-				readers = append(readers, fmt.Sprintf("%s:%d: %s", f, i+1, strings.TrimSpace(line)))
+			if strings.HasPrefix(strings.TrimSpace(line), "//") {
+				continue
+			}
+			for _, m := range read.FindAllStringSubmatch(line, -1) {
+				reads++
+				if allowed[f] || strings.Contains(strings.ToLower(m[1]), "job") {
+					continue
+				}
+				t.Errorf("%s:%d reads annotations of what may be a Task (read a Task's in requestTime, its key in readTaskAnnotations): %s", f, i+1, strings.TrimSpace(line))
 			}
 		}
 	}
-	want := []string{"cache.go", "request.go"} // the filter, and requestTime
-	for _, r := range readers {
-		if !slices.ContainsFunc(want, func(f string) bool { return strings.HasPrefix(r, f+":") }) {
-			t.Errorf("a Task's annotations read outside requestTime (add the key to readTaskAnnotations and read it there):\n%s", r)
-		}
-	}
-	if len(readers) == 0 {
-		t.Error("found no read of a Task's annotations at all: the pattern no longer matches the code")
+	if reads == 0 {
+		t.Error("found no read of annotations at all: the pattern no longer matches the code")
 	}
 }
 
