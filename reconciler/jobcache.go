@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,11 +38,16 @@ import (
 // the event in: a reconcile never reads an index older than the event that started it.
 
 // cachedJob is what the controller reads of a Job (observeJob, ownership, finalizers): its
-// metadata but for managed fields, spec.suspend and spec.completions, and its status but for
-// the UIDs of uncounted pods.
+// metadata but for managed fields and annotations not the project's own, spec.suspend and
+// spec.completions, and its status but for the UIDs of uncounted pods. The labels and
+// annotations are held as stringPairs, not in ObjectMeta's maps (which are nil): a Go map
+// costs at least 336 bytes, twice what a Job's few entries take as pairs. Read them through
+// GetLabels and GetAnnotations, or job().
 type cachedJob struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
+	labels      stringPairs
+	annotations stringPairs
 	suspend     *bool
 	completions *int32
 	status      batchv1.JobStatus
@@ -54,15 +61,38 @@ func compactJob(obj any) (any, error) {
 		return obj, nil
 	}
 	c := &cachedJob{ObjectMeta: job.ObjectMeta, suspend: job.Spec.Suspend, completions: job.Spec.Completions, status: job.Status}
+	c.labels, c.annotations = pairsOf(job.Labels, true), pairsOf(projectAnnotations(job.Annotations), false)
+	c.Labels, c.Annotations = nil, nil
 	compactMeta(&c.ObjectMeta)
 	c.status.UncountedTerminatedPods = nil
 	return c, nil
 }
 
+// projectAnnotations is m without the annotations of other tools (whatever is not under
+// task.example.com/): the controller reads only its own on a Job, and writes a Job by merge
+// patches computed against the cached copy, which never name what the cache left out.
+func projectAnnotations(m map[string]string) map[string]string {
+	for k := range m {
+		if !strings.HasPrefix(k, v1.AnnotationPrefix) {
+			m = maps.Clone(m)
+			maps.DeleteFunc(m, func(k, _ string) bool { return !strings.HasPrefix(k, v1.AnnotationPrefix) })
+			return m
+		}
+	}
+	return m
+}
+
+// GetLabels is the Job's labels as a map of its own.
+func (c *cachedJob) GetLabels() map[string]string { return c.labels.asMap() }
+
+// GetAnnotations is the Job's annotations (the project's own) as a map of its own.
+func (c *cachedJob) GetAnnotations() map[string]string { return c.annotations.asMap() }
+
 // job is c as a batch/v1 Job of its own: nothing of it is shared with c.
 func (c *cachedJob) job() *batchv1.Job {
 	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"}}
 	c.ObjectMeta.DeepCopyInto(&job.ObjectMeta)
+	job.Labels, job.Annotations = c.labels.asMap(), c.annotations.asMap()
 	job.Spec.Suspend = copyOf(c.suspend)
 	job.Spec.Completions = copyOf(c.completions)
 	c.status.DeepCopyInto(&job.Status)
@@ -72,8 +102,69 @@ func (c *cachedJob) job() *batchv1.Job {
 func (c *cachedJob) DeepCopyObject() runtime.Object {
 	out := &cachedJob{TypeMeta: c.TypeMeta, suspend: copyOf(c.suspend), completions: copyOf(c.completions)}
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.labels, out.annotations = slices.Clone(c.labels), slices.Clone(c.annotations)
 	c.status.DeepCopyInto(&out.status)
 	return out
+}
+
+// stringPairs is a small map held as a slice, keys and values in turn, sorted by key; it reads
+// as labels.Labels. Never written after it is made.
+type stringPairs []string
+
+// pairsOf is m as stringPairs with its keys (and, if values, its values) shared through
+// cachedStrings; nil for an empty m.
+func pairsOf(m map[string]string, values bool) stringPairs {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	p := make(stringPairs, 0, 2*len(keys))
+	for _, k := range keys {
+		v := m[k]
+		if values {
+			v = cachedStrings.intern(v)
+		}
+		p = append(p, cachedStrings.intern(k), v)
+	}
+	return p
+}
+
+func (p stringPairs) Lookup(key string) (string, bool) {
+	lo, hi := 0, len(p)/2
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		switch k := p[2*mid]; {
+		case k == key:
+			return p[2*mid+1], true
+		case k < key:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return "", false
+}
+
+func (p stringPairs) Has(key string) bool {
+	_, ok := p.Lookup(key)
+	return ok
+}
+
+func (p stringPairs) Get(key string) string {
+	v, _ := p.Lookup(key)
+	return v
+}
+
+// asMap is p as a map of its own, nil when p is empty (as a decoded Job's absent labels are).
+func (p stringPairs) asMap() map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(p)/2)
+	for i := 0; i < len(p); i += 2 {
+		m[p[i]] = p[i+1]
+	}
+	return m
 }
 
 func copyOf[T any](p *T) *T {
@@ -153,7 +244,7 @@ func (x *jobIndex) put(job *cachedJob, initial bool) {
 	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
 	old := x.drop(key)
 	x.byName[key] = job
-	if label, ok := job.Labels[v1.LabelTaskName]; ok {
+	if label, ok := job.labels.Lookup(v1.LabelTaskName); ok {
 		tk := taskJobs{job.Namespace, label}
 		x.byTask[tk] = append(x.byTask[tk], job)
 	}
@@ -171,7 +262,7 @@ func (x *jobIndex) drop(key types.NamespacedName) *cachedJob {
 		return nil
 	}
 	delete(x.byName, key)
-	if label, ok := old.Labels[v1.LabelTaskName]; ok {
+	if label, ok := old.labels.Lookup(v1.LabelTaskName); ok {
 		tk := taskJobs{old.Namespace, label}
 		if rest := slices.DeleteFunc(x.byTask[tk], func(j *cachedJob) bool { return j == old }); len(rest) > 0 {
 			x.byTask[tk] = slices.Clip(rest)
@@ -221,7 +312,7 @@ func (x *jobIndex) list(out *batchv1.JobList, opts ...client.ListOption) error {
 	defer x.mu.RUnlock()
 	out.Items = nil
 	add := func(job *cachedJob) {
-		if (o.Namespace == "" || job.Namespace == o.Namespace) && selector.Matches(labels.Set(job.Labels)) {
+		if (o.Namespace == "" || job.Namespace == o.Namespace) && selector.Matches(job.labels) {
 			out.Items = append(out.Items, *job.job())
 		}
 	}

@@ -2,14 +2,17 @@ package reconciler
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -250,5 +253,70 @@ func TestJobIndexLeavesAnInformersJobAsItIs(t *testing.T) {
 	if unsafe.StringData(job.Finalizers[0]) != finalizer || unsafe.StringData(job.OwnerReferences[0].APIVersion) != apiVersion ||
 		unsafe.StringData(job.OwnerReferences[0].Kind) != kind {
 		t.Error("the index wrote to the informer's Job (its finalizers or owner references), want it left as it is")
+	}
+}
+
+// TestACachedJobReadsAsTheJobItCameFrom: the cache holds a Job's labels and annotations as
+// sorted pairs, not maps; read back (job(), GetLabels, GetAnnotations, a label selector) they
+// must be the Job's own, but for annotations of other tools, which the controller never reads.
+func TestACachedJobReadsAsTheJobItCameFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		labels, annotations map[string]string
+		wantAnnotations     map[string]string
+	}{
+		{"the operator's own", map[string]string{v1.LabelTaskName: "t", v1.LabelRun: "1", v1.LabelAttempt: "2", "app": "nightly"},
+			map[string]string{v1.AnnotationTaskUID: "u", v1.AnnotationScheduledTime: "2026-12-07T10:00:00Z"},
+			map[string]string{v1.AnnotationTaskUID: "u", v1.AnnotationScheduledTime: "2026-12-07T10:00:00Z"}},
+		{"other tools' annotations", map[string]string{v1.LabelTaskName: "t"},
+			map[string]string{v1.AnnotationTaskUID: "u", "kueue.x-k8s.io/workload": "w", "task.example.com": "not ours", "task.example.comx/y": "z"},
+			map[string]string{v1.AnnotationTaskUID: "u"}},
+		{"only other tools' annotations", map[string]string{v1.LabelTaskName: "t"}, map[string]string{"a": "b"}, map[string]string{}},
+		{"keys that sort close", map[string]string{v1.LabelTaskName: "t", "a": "1", "a.b": "2", "a/b": "3", "a-b": "4", "A": "5", "b": ""}, nil, nil},
+		{"no labels", nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			decoded := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "t-1", Labels: maps.Clone(tc.labels), Annotations: maps.Clone(tc.annotations)}}
+			want := decoded.DeepCopy()
+			want.Annotations = tc.wantAnnotations
+			if len(want.Annotations) == 0 {
+				want.Annotations = nil
+			}
+			out, err := compactJob(decoded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := out.(*cachedJob)
+			if diff := cmp.Diff(want.ObjectMeta, c.job().ObjectMeta); diff != "" {
+				t.Errorf("job() metadata (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Labels, c.GetLabels()); diff != "" {
+				t.Errorf("GetLabels (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Annotations, c.GetAnnotations()); diff != "" {
+				t.Errorf("GetAnnotations (-want +got):\n%s", diff)
+			}
+			copied := c.DeepCopyObject().(*cachedJob)
+			if diff := cmp.Diff(want.ObjectMeta, copied.job().ObjectMeta); diff != "" {
+				t.Errorf("a deep copy's metadata (-want +got):\n%s", diff)
+			}
+			set := labels.Set(tc.labels)
+			for _, key := range []string{v1.LabelTaskName, "a", "a.b", "a/b", "a-b", "A", "b", "", "zz", "task"} {
+				gotValue, gotOK := c.labels.Lookup(key)
+				wantValue, wantOK := set.Lookup(key)
+				if gotValue != wantValue || gotOK != wantOK || c.labels.Has(key) != set.Has(key) || c.labels.Get(key) != set.Get(key) {
+					t.Errorf("label %q reads %q, %v from the cache, want %q, %v", key, gotValue, gotOK, wantValue, wantOK)
+				}
+			}
+			for _, s := range []string{"task.example.com/name=t", "a", "!a", "a in (1,2)", "a notin (1)", "b=", "app=nightly,a.b=2", "zz"} {
+				selector, err := labels.Parse(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := selector.Matches(c.labels), selector.Matches(set); got != want {
+					t.Errorf("selector %q matches the cached Job: %v, the Job: %v", s, got, want)
+				}
+			}
+		})
 	}
 }

@@ -42,6 +42,9 @@ const (
 	LabelRun = "task.example.com/run"
 	// LabelAttempt is the attempt within the run, from 1.
 	LabelAttempt = "task.example.com/attempt"
+	// AnnotationPrefix begins every annotation the operator reads or writes; the operator's
+	// cache keeps no other annotation of a Job.
+	AnnotationPrefix = "task.example.com/"
 	// AnnotationScheduledTime is the scheduled time (RFC 3339) of a scheduled Task's run.
 	AnnotationScheduledTime = "task.example.com/scheduled-time"
 	// AnnotationReplacedBy is put on an active Job just before concurrency policy Replace
