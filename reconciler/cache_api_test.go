@@ -2,15 +2,20 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/testenv"
 	"example.com/task-operator/reconciler"
 )
 
@@ -74,5 +79,55 @@ func TestWhatTheCacheLeavesOutOfATaskIsNeverWrittenBack(t *testing.T) {
 	}
 	if len(list.Items) != 2 {
 		t.Errorf("listed %d Tasks labelled team=a from the cache, want 2", len(list.Items))
+	}
+}
+
+// TestOtherToolsMetadataOnAJobSurvivesTheOperatorsWrites: the Job cache keeps no annotation
+// outside task.example.com/. Annotations and labels other tools put on a running Job must
+// survive the operator's writes computed from the cached copy: taking the Job back (merge patch
+// of ownerReferences), flipping spec.suspend (merge patch).
+func TestOtherToolsMetadataOnAJobSurvivesTheOperatorsWrites(t *testing.T) {
+	e := newEnv(t)
+	task := e.create(e.task("foreign", withLabels(testenv.RunSecondsLabel, "60")))
+	e.waitPhase(task.Name, v1.PhaseRunning)
+	job := &e.jobs(task.Name)[0]
+	foreign := map[string]string{"kueue.x-k8s.io/workload": "w", "team.example.org/owner": "alice", "task.example.com": "not ours"}
+	patch := []byte(`{"metadata":{"annotations":{"kueue.x-k8s.io/workload":"w","team.example.org/owner":"alice","task.example.com":"not ours"},"labels":{"team":"a"}}}`)
+	if err := e.c.Patch(t.Context(), job, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Patch(t.Context(), job, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the Task to take its Job back", func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err
+		}
+		return metav1.GetControllerOf(job) != nil, errors.New("no controller yet")
+	})
+	e.update(task.Name, func(t *v1.Task) { t.Spec.Suspend = true })
+	testenv.Eventually(t, waitTimeout, "the Job to be suspended", func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err
+		}
+		return job.Spec.Suspend != nil && *job.Spec.Suspend, errors.New("not suspended")
+	})
+	e.update(task.Name, func(t *v1.Task) { t.Spec.Suspend = false })
+	testenv.Eventually(t, waitTimeout, "the Job to be resumed", func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err
+		}
+		return job.Spec.Suspend != nil && !*job.Spec.Suspend, fmt.Errorf("suspend %v", job.Spec.Suspend)
+	})
+	for k, v := range foreign {
+		if job.Annotations[k] != v {
+			t.Errorf("annotation %s = %q after the operator's writes, want %q (all: %v)", k, job.Annotations[k], v, job.Annotations)
+		}
+	}
+	if job.Labels["team"] != "a" {
+		t.Errorf("label team = %q, want a (all: %v)", job.Labels["team"], job.Labels)
+	}
+	if job.Annotations[v1.AnnotationTaskUID] != string(e.get(task.Name).UID) {
+		t.Errorf("task-uid annotation %q lost", job.Annotations[v1.AnnotationTaskUID])
 	}
 }

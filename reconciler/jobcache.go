@@ -60,9 +60,10 @@ func compactJob(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	c := &cachedJob{ObjectMeta: job.ObjectMeta, suspend: job.Spec.Suspend, completions: job.Spec.Completions, status: job.Status}
-	c.labels, c.annotations = pairsOf(job.Labels, true), pairsOf(projectAnnotations(job.Annotations), false)
-	c.Labels, c.Annotations = nil, nil
+	labels, annotations := pairsOf(job.Labels, true), pairsOf(projectAnnotations(job.Annotations), false)
+	job.Labels, job.Annotations = nil, nil
+	c := &cachedJob{ObjectMeta: job.ObjectMeta, labels: labels, annotations: annotations,
+		suspend: job.Spec.Suspend, completions: job.Spec.Completions, status: job.Status}
 	compactMeta(&c.ObjectMeta)
 	c.status.UncountedTerminatedPods = nil
 	return c, nil
@@ -87,6 +88,18 @@ func (c *cachedJob) GetLabels() map[string]string { return c.labels.asMap() }
 
 // GetAnnotations is the Job's annotations (the project's own) as a map of its own.
 func (c *cachedJob) GetAnnotations() map[string]string { return c.annotations.asMap() }
+
+// SetLabels and SetAnnotations write the pairs GetLabels and GetAnnotations read; nothing in
+// the controller writes to a cached Job, but ObjectMeta's own would write maps nobody reads.
+func (c *cachedJob) SetLabels(m map[string]string) { c.labels = pairsOf(m, true) }
+
+func (c *cachedJob) SetAnnotations(m map[string]string) {
+	c.annotations = pairsOf(projectAnnotations(m), false)
+}
+
+// GetObjectMeta is c itself, whose metadata reads include its labels and annotations (the
+// embedded ObjectMeta's are nil).
+func (c *cachedJob) GetObjectMeta() metav1.Object { return c }
 
 // job is c as a batch/v1 Job of its own: nothing of it is shared with c.
 func (c *cachedJob) job() *batchv1.Job {

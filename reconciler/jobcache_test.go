@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -318,5 +319,36 @@ func TestACachedJobReadsAsTheJobItCameFrom(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestACachedJobsMetadataReadsTheSameByEveryAccessor: the embedded ObjectMeta's labels and
+// annotations are nil; whichever way a reader of metav1.Object comes at a cached Job
+// (GetObjectMeta, meta.Accessor), it must see the Job's, and a write must be what is read.
+func TestACachedJobsMetadataReadsTheSameByEveryAccessor(t *testing.T) {
+	out, err := compactJob(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "t-1",
+		Labels: map[string]string{v1.LabelTaskName: "t"}, Annotations: map[string]string{v1.AnnotationTaskUID: "u"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.(*cachedJob)
+	var accessor metav1.ObjectMetaAccessor = c
+	if got := accessor.GetObjectMeta().GetLabels(); got[v1.LabelTaskName] != "t" {
+		t.Errorf("GetObjectMeta().GetLabels() = %v, want the Job's labels", got)
+	}
+	if got := accessor.GetObjectMeta().GetAnnotations(); got[v1.AnnotationTaskUID] != "u" {
+		t.Errorf("GetObjectMeta().GetAnnotations() = %v, want the Job's annotations", got)
+	}
+	o, err := meta.Accessor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetLabels(map[string]string{v1.LabelTaskName: "moved"})
+	o.SetAnnotations(map[string]string{v1.AnnotationTaskUID: "v", "other": "x"})
+	if got := c.GetLabels(); !maps.Equal(got, map[string]string{v1.LabelTaskName: "moved"}) {
+		t.Errorf("after SetLabels, GetLabels() = %v", got)
+	}
+	if got := c.GetAnnotations(); !maps.Equal(got, map[string]string{v1.AnnotationTaskUID: "v"}) {
+		t.Errorf("after SetAnnotations, GetAnnotations() = %v, want the project's alone", got)
 	}
 }

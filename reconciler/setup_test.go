@@ -55,7 +55,7 @@ func TestRateLimiter(t *testing.T) {
 }
 
 // TestCachedJobKeepsWhatTheControllerReads is issue #13 goal 5: a cached Job loses its pod
-// template and managed fields, and keeps every field observeJob reads.
+// template, managed fields and other tools' annotations, and keeps every field observeJob reads.
 func TestCachedJobKeepsWhatTheControllerReads(t *testing.T) {
 	task := &v1.Task{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "task-uid"}}
 	started := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -93,7 +93,7 @@ func TestCachedJobKeepsWhatTheControllerReads(t *testing.T) {
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: "t-1", Namespace: "ns", Labels: map[string]string{v1.LabelTaskName: "t"},
-					Annotations:     map[string]string{"a": "b"},
+					Annotations:     map[string]string{"a": "b", v1.AnnotationTaskUID: "task-uid"},
 					Finalizers:      []string{v1.FinalizerRunOutcome},
 					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(task, v1.GroupVersion.WithKind(v1.Kind))},
 					ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate}},
@@ -118,8 +118,11 @@ func TestCachedJobKeepsWhatTheControllerReads(t *testing.T) {
 			if after := observeJob("t", stripped); !reflect.DeepEqual(before, after) {
 				t.Errorf("observeJob after stripping = %+v, want %+v", after, before)
 			}
-			if stripped.Labels[v1.LabelTaskName] != "t" || len(stripped.Finalizers) != 1 || len(stripped.OwnerReferences) != 1 || stripped.Annotations["a"] != "b" {
+			if stripped.Labels[v1.LabelTaskName] != "t" || len(stripped.Finalizers) != 1 || len(stripped.OwnerReferences) != 1 || stripped.Annotations[v1.AnnotationTaskUID] != "task-uid" {
 				t.Errorf("metadata changed: %+v", stripped.ObjectMeta)
+			}
+			if _, ok := stripped.Annotations["a"]; ok {
+				t.Errorf("another tool's annotation is cached: %v", stripped.Annotations)
 			}
 		})
 	}
