@@ -145,28 +145,40 @@ const maxInternedStrings = 4096
 // them after their Task is gone (a message may be 32 KiB).
 const maxInternedLen = 1024
 
-type interner struct {
-	mu      sync.Mutex
-	max     int
-	strings map[string]string
+// boundedTable holds one value per key, at most max keys: a full table is emptied and fills
+// again (values handed out stay shared by whoever holds them).
+type boundedTable[V any] struct {
+	mu     sync.Mutex
+	max    int
+	values map[string]V
 }
 
-func newInterner(max int) *interner { return &interner{max: max, strings: map[string]string{}} }
+// get is the value the table holds for key, made by build and held if there is none.
+func (t *boundedTable[V]) get(key string, build func() V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.values[key]; ok {
+		return v
+	}
+	if len(t.values) >= t.max {
+		clear(t.values)
+	}
+	v := build()
+	t.values[key] = v
+	return v
+}
+
+type interner struct{ boundedTable[string] }
+
+func newInterner(max int) *interner {
+	return &interner{boundedTable[string]{max: max, values: map[string]string{}}}
+}
 
 func (in *interner) intern(s string) string {
 	if s == "" || len(s) > maxInternedLen {
 		return s
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.strings[s]; ok {
-		return shared
-	}
-	if len(in.strings) >= in.max {
-		clear(in.strings) // strings already shared stay shared in the objects that hold them
-	}
-	in.strings[s] = s
-	return s
+	return in.get(s, func() string { return s })
 }
 
 // cachedLabelSets holds one copy of each set of labels Tasks repeat: Tasks made from one
@@ -187,13 +199,11 @@ const (
 )
 
 type mapInterner struct {
-	mu   sync.Mutex
-	max  int
-	maps map[string]map[string]string
+	boundedTable[map[string]string]
 }
 
 func newMapInterner(max int) *mapInterner {
-	return &mapInterner{max: max, maps: map[string]map[string]string{}}
+	return &mapInterner{boundedTable[map[string]string]{max: max, values: map[string]map[string]string{}}}
 }
 
 // share is a map equal to m that other equal maps given to share are also given (m itself if
@@ -206,17 +216,7 @@ func (in *mapInterner) share(m map[string]string) map[string]string {
 	if !ok {
 		return internedMap(m, true)
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.maps[key]; ok {
-		return shared
-	}
-	if len(in.maps) >= in.max {
-		clear(in.maps) // maps already shared stay shared by the Tasks that hold them
-	}
-	shared := internedMap(m, true)
-	in.maps[key] = shared
-	return shared
+	return in.get(key, func() map[string]string { return internedMap(m, true) })
 }
 
 // labelSetKey spells m's entries in key order, each string after its length, so that no two

@@ -38,8 +38,8 @@ func TestInternerKeepsSharingOnceFull(t *testing.T) {
 	if unsafe.StringData(first) != unsafe.StringData(second) {
 		t.Error("a message repeated by many Tasks after the table filled up is held once per Task, want one copy")
 	}
-	if len(in.strings) > maxInternedStrings {
-		t.Errorf("%d strings held, want at most %d", len(in.strings), maxInternedStrings)
+	if len(in.values) > maxInternedStrings {
+		t.Errorf("%d strings held, want at most %d", len(in.values), maxInternedStrings)
 	}
 }
 
@@ -52,7 +52,7 @@ func TestInternerDoesNotPinLongStrings(t *testing.T) {
 		in.intern(fmt.Sprintf("%d: %s", i, strings.Repeat("x", 32<<10)))
 	}
 	held := 0
-	for s := range in.strings {
+	for s := range in.values {
 		held += len(s)
 	}
 	if held > 1<<20 {
@@ -231,8 +231,8 @@ func TestTasksWithTheSameLabelsShareOneCachedMap(t *testing.T) {
 	for i := range 3 * maxSharedLabelSets { // Tasks labelled with their own names fill the table
 		in.share(decoded("name", fmt.Sprint(i)))
 	}
-	if len(in.maps) > maxSharedLabelSets {
-		t.Errorf("the table holds %d sets, want at most %d", len(in.maps), maxSharedLabelSets)
+	if len(in.values) > maxSharedLabelSets {
+		t.Errorf("the table holds %d sets, want at most %d", len(in.values), maxSharedLabelSets)
 	}
 	if !same(in.share(decoded("team", "b")), in.share(decoded("team", "b"))) {
 		t.Error("a set first seen after the table filled is not shared")

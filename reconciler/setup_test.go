@@ -168,8 +168,8 @@ func TestInternerIsBounded(t *testing.T) {
 	for _, s := range []string{"a", "b", "c"} {
 		in.intern(strings.Clone(s))
 	}
-	if len(in.strings) > 2 {
-		t.Errorf("%d strings held, want at most the bound of 2", len(in.strings))
+	if len(in.values) > 2 {
+		t.Errorf("%d strings held, want at most the bound of 2", len(in.values))
 	}
 	// The table emptied when full and took "c": it is shared from then on.
 	c := in.intern(strings.Clone("c"))
@@ -177,7 +177,7 @@ func TestInternerIsBounded(t *testing.T) {
 		t.Errorf("a string offered after the table filled = %q, not shared", got)
 	}
 	long := strings.Repeat("x", maxInternedLen+1)
-	if got := in.intern(long); unsafe.StringData(got) != unsafe.StringData(long) || len(in.strings) > 2 || in.strings[long] != "" {
+	if got := in.intern(long); unsafe.StringData(got) != unsafe.StringData(long) || len(in.values) > 2 || in.values[long] != "" {
 		t.Error("a string longer than maxInternedLen is held")
 	}
 }
