@@ -183,7 +183,7 @@ func (in *interner) intern(s string) string {
 
 // cachedLabelSets holds one copy of each set of labels Tasks repeat: Tasks made from one
 // template (a chart, a generator, a script's loop) carry the same labels, and a Go map costs at
-// least 336 bytes however few its entries, more than the Task's seven conditions' strings.
+// least 336 bytes however few its entries.
 // Cached Tasks may share a map because nothing writes to a cached object: controller-runtime's
 // reader hands out deep copies, and the controller's event handlers and its Job index only
 // read.
