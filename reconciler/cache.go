@@ -47,10 +47,8 @@ func compactTask(obj any) (any, error) {
 		return obj, nil
 	}
 	task.Annotations = onlyReadAnnotations(task.Annotations)
-	labels := task.Labels
-	task.Labels = nil
 	compactMeta(&task.ObjectMeta)
-	task.Labels = cachedLabelSets.share(labels)
+	task.Labels = cachedLabelSets.share(task.Labels)
 	task.Status.ActiveJobs = exact(task.Status.ActiveJobs)
 	task.Status.Conditions = exact(task.Status.Conditions)
 	for i := range task.Status.Conditions {
@@ -84,14 +82,13 @@ func onlyReadAnnotations(m map[string]string) map[string]string {
 }
 
 // compactMeta drops managed fields and shares the strings objects of one kind repeat: the
-// namespace, label keys and values (the run and attempt numbers, an app's name), annotation
-// keys, finalizers, owners' API version and kind. Both decoders (JSON for Tasks, protobuf for
-// Jobs) allocate every string on its own (about 150 bytes of a Job's metadata are such
-// copies; about 1.5 MiB at 10,000 Jobs).
+// namespace, annotation keys, finalizers, owners' API version and kind. Both decoders (JSON for
+// Tasks, protobuf for Jobs) allocate every string on its own (about 150 bytes of a Job's
+// metadata are such copies; about 1.5 MiB at 10,000 Jobs). Labels are each caller's: Tasks
+// share whole label sets (cachedLabelSets), Jobs hold theirs as pairs (pairsOf).
 func compactMeta(meta *metav1.ObjectMeta) {
 	meta.ManagedFields = nil
 	meta.Namespace = cachedStrings.intern(meta.Namespace)
-	meta.Labels = internedMap(meta.Labels, true)
 	meta.Annotations = internedMap(meta.Annotations, false)
 	meta.Finalizers = exact(meta.Finalizers)
 	for i := range meta.Finalizers {
