@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/internal/readguard"
 )
 
 // clients are what a command that talks to the cluster needs: Tasks through the dynamic
@@ -65,6 +66,7 @@ func (o *Options) connectKube() (*clients, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandler = rest.NewWarningWriter(o.Streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	readguard.Wrap(cfg) // a Task no typed decoding can read shows as its annotation says, not as a hang
 	ns, _, err := o.Config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)

@@ -1,11 +1,9 @@
 package conversion
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -13,27 +11,42 @@ import (
 	taskv1 "example.com/task-operator/apis/v1"
 )
 
-// CheckQuantities refuses, naming the field, a quantity of a v1 Task (spec.resources) longer
-// than maxQuantityLength or with a decimal exponent beyond ±maxQuantityExponent. The schema's
-// pattern takes any, and resource.Quantity spins for minutes and takes gigabytes on some
-// ("1e3000000000", "1e-100000000" to parse; "1e2000000000" to compare with 1; it panics
-// comparing 1e2147483647 with 1e-9), in every typed decoding of the Task and in the
-// Validator's request and limit checks. Within these bounds every operation is immediate.
-// Nothing decodes a Task typed before this check has passed.
-func CheckQuantities(obj map[string]any) field.ErrorList {
-	if at, value := unparsableQuantity(bodyOf(obj)); at != "" {
-		return field.ErrorList{field.Invalid(fieldPath(path(at)), value, quantityBoundsMessage)}
+// CheckQuantities refuses, naming the field, a quantity of a v1 Task (spec.resources) out of
+// taskv1.QuantityFits' bounds, which the schema's pattern does not keep: out of them
+// resource.Quantity spins (taskv1.MaxQuantityLength), and it panics comparing 1e2147483647
+// with 1e-9, in every typed decoding of the Task and in the Validator's request and limit
+// checks. Nothing decodes a Task typed before this check has passed.
+//
+// One the stored Task (old; nil on a create) holds at the same place, the same value, passes,
+// as the apiserver ratchets its own validation of unchanged fields: a Task stored before these
+// bounds (or with the webhooks removed) must still take the writes that leave it alone, the
+// operator's status and the finalizer taken off at its deletion among them. DropUnfitQuantities
+// then takes it out of what the other checks decode.
+func CheckQuantities(obj, old map[string]any) field.ErrorList {
+	stored := map[string]any{}
+	if old != nil {
+		for _, q := range unfitQuantities(bodyOf(old)) {
+			stored[q.at] = q.value
+		}
+	}
+	for _, q := range unfitQuantities(bodyOf(obj)) {
+		if value, ok := stored[q.at]; ok && value == q.value {
+			continue
+		}
+		return field.ErrorList{field.Invalid(fieldPath(path(q.at)), fmt.Sprint(q.value), taskv1.QuantityBoundsMessage)}
 	}
 	return nil
 }
 
-const (
-	maxQuantityLength   = 64
-	maxQuantityExponent = 64
-)
+// DropUnfitQuantities takes every quantity out of taskv1.QuantityFits' bounds out of obj (those
+// CheckQuantities let through as stored), so that a typed decoding of what is left is immediate.
+func DropUnfitQuantities(obj map[string]any) { dropUnfitQuantities(bodyOf(obj)) }
 
-var quantityBoundsMessage = fmt.Sprintf("a quantity must be at most %d characters long, with an exponent between -%d and %d",
-	maxQuantityLength, maxQuantityExponent, maxQuantityExponent)
+func dropUnfitQuantities(b body) {
+	for _, q := range unfitQuantities(b) {
+		delete(q.in, q.name)
+	}
+}
 
 // checkQuantities is CheckQuantities for the typed decodings of a body into typed. Only the
 // hub has quantities.
@@ -41,31 +54,41 @@ func checkQuantities(b body, typed any) error {
 	if _, hub := typed.(*taskv1.Task); !hub {
 		return nil
 	}
-	if at, value := unparsableQuantity(b); at != "" {
-		return fmt.Errorf("%s: Invalid value: %q: %s", at, value, quantityBoundsMessage)
+	if unfit := unfitQuantities(b); len(unfit) > 0 {
+		return fmt.Errorf("%s: Invalid value: %q: %s", unfit[0].at, fmt.Sprint(unfit[0].value), taskv1.QuantityBoundsMessage)
 	}
 	return nil
 }
 
-// unparsableQuantity is the path and value of the first quantity in a hub body whose exponent
-// is out of range; "" when there is none. The hub's quantities are those of spec.resources'
-// limits and requests; keys are matched as encoding/json matches them, without regard to case.
-func unparsableQuantity(b body) (string, string) {
+// An unfitQuantity is a quantity out of taskv1.QuantityFits' bounds: its path, its value (as
+// JSON decodes it: comparable), and the list holding it under name.
+type unfitQuantity struct {
+	at    string
+	value any
+	in    map[string]any
+	name  string
+}
+
+// unfitQuantities are the quantities of a hub body out of taskv1.QuantityFits' bounds, in the
+// order of their paths. The hub's quantities are those of spec.resources' limits and requests;
+// keys are matched as encoding/json matches them, without regard to case.
+func unfitQuantities(b body) []unfitQuantity {
+	var out []unfitQuantity
 	for _, spec := range valuesFold(b, "spec") {
 		for _, resources := range valuesFold(spec, "resources") {
 			for _, list := range []string{"limits", "requests"} {
 				for _, quantities := range valuesFold(resources, list) {
 					m, _ := quantities.(map[string]any)
 					for _, name := range slices.Sorted(maps.Keys(m)) {
-						if value := m[name]; !quantityFits(value) {
-							return "spec.resources." + list + "." + name, fmt.Sprint(value)
+						if value := m[name]; !taskv1.QuantityFits(value) {
+							out = append(out, unfitQuantity{at: "spec.resources." + list + "." + name, value: value, in: m, name: name})
 						}
 					}
 				}
 			}
 		}
 	}
-	return "", ""
+	return out
 }
 
 // valuesFold are the values of v's keys equal to key without regard to case (v an object).
@@ -78,32 +101,4 @@ func valuesFold(v any, key string) []any {
 		}
 	}
 	return out
-}
-
-// quantityFits says a quantity (a string, or a number as JSON decodes it) is within the bounds
-// CheckQuantities keeps: its length, and its decimal exponent ("1e3", "2E-5") if it has one.
-// What is not a number after the e (the suffix Ei, a malformed "1e.5") is the quantity
-// parser's to refuse, quickly.
-func quantityFits(v any) bool {
-	var s string
-	switch v := v.(type) {
-	case string:
-		if len(v) > maxQuantityLength {
-			return false
-		}
-		s = strings.TrimSpace(v) // as Quantity's UnmarshalJSON reads it
-	case float64:
-		s = strconv.FormatFloat(v, 'g', -1, 64)
-	default:
-		return true // an integer, or no quantity at all: the decoder's to judge
-	}
-	if len(s) > maxQuantityLength {
-		return false
-	}
-	i := strings.IndexAny(s, "eE")
-	if i < 0 {
-		return true
-	}
-	exp, err := strconv.ParseInt(s[i+1:], 10, 64)
-	return err != nil && !errors.Is(err, strconv.ErrRange) || err == nil && exp >= -maxQuantityExponent && exp <= maxQuantityExponent
 }

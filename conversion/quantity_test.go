@@ -50,7 +50,7 @@ func TestAnOversizedQuantityIsRefusedBeforeAnyTypedDecoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if errs := CheckQuantities(obj); (len(errs) > 0) != tt.refused || (tt.refused && !strings.Contains(errs.ToAggregate().Error(), "spec.resources.limits.cpu")) {
+			if errs := CheckQuantities(obj, nil); (len(errs) > 0) != tt.refused || (tt.refused && !strings.Contains(errs.ToAggregate().Error(), "spec.resources.limits.cpu")) {
 				t.Errorf("CheckQuantities: %v, want refused %v naming spec.resources.limits.cpu", errs, tt.refused)
 			}
 			for way, convert := range map[string]func() error{
@@ -81,7 +81,7 @@ func TestAnOversizedQuantityIsRefusedBeforeAnyTypedDecoding(t *testing.T) {
 
 // TestQuantitiesAreWhereTheGuardLooks: the guard looks only at spec.resources' limits and
 // requests of the hub; a quantity added anywhere else to any version's types must be added to
-// it (unparsableQuantity) before this test passes again.
+// it (unfitQuantities) before this test passes again.
 func TestQuantitiesAreWhereTheGuardLooks(t *testing.T) {
 	quantity := reflect.TypeFor[resource.Quantity]()
 	var found []string
@@ -129,7 +129,7 @@ func TestAQuantityWrittenAsAJSONNumberIsHeldToTheSameBounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if errs := CheckQuantities(obj); (len(errs) > 0) != tt.refused {
+		if errs := CheckQuantities(obj, nil); (len(errs) > 0) != tt.refused {
 			t.Errorf("%s: %v, want refused %v", tt.number, errs, tt.refused)
 		}
 	}

@@ -132,6 +132,11 @@ func analyzeIn(task *v1.Task, jobs []observedJob, now time.Time, kueueServed boo
 		a.invalid = fmt.Errorf("spec.queueName is %q but Kueue is not installed (the API server does not serve kueue.x-k8s.io LocalQueues): no run starts until it is", task.Spec.QueueName)
 		a.invalidReason = v1.ReasonKueueNotInstalled
 	}
+	if unreadable := unreadableSpec(task); unreadable != "" {
+		// The spec as read lacks what its client could not decode: no run starts from it.
+		a.invalid = fmt.Errorf("%s; no run starts until it is fixed", unreadable)
+		a.invalidReason = v1.ReasonInvalidSpec
+	}
 	a.setPhase(task)
 	a.cancelRetry()
 	if a.phase == runActive {

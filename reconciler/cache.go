@@ -60,12 +60,16 @@ func compactTask(obj any) (any, error) {
 }
 
 // readTaskAnnotations are the annotations the controller reads on a Task: the run and cancel
-// requests (request.go). The others are the users' and their tools', which the controller never
+// requests (request.go) and what its client could not read (analysis.go). The others are the users' and their tools', which the controller never
 // reads, and they can be most of a Task: kubectl apply's last-applied-configuration is the whole
 // manifest as applied, a second copy of the Task as a string, and an edit at an old API version
 // leaves the conversion's task.example.com/preserved-v1-fields. A key read but not listed here
-// would read as absent.
-var readTaskAnnotations = []string{v1.AnnotationRunRequested, v1.AnnotationCancelRequested}
+// would read as absent. AnnotationUnreadable is the operator's own client's, never stored.
+var readTaskAnnotations = []string{v1.AnnotationRunRequested, v1.AnnotationCancelRequested, v1.AnnotationUnreadable}
+
+// unreadableSpec is what the operator's client could not read of task's spec and left out of
+// it (internal/readguard), "" when nothing.
+func unreadableSpec(task *v1.Task) string { return task.Annotations[v1.AnnotationUnreadable] }
 
 // onlyReadAnnotations is m with only readTaskAnnotations, nil if none is there.
 func onlyReadAnnotations(m map[string]string) map[string]string {

@@ -127,6 +127,8 @@ func TestTheCachedTaskKeepsOnlyTheAnnotationsTheControllerReads(t *testing.T) {
 		{"both requests among others", stored().Annotations, map[string]string{
 			v1.AnnotationRunRequested: "2026-12-07T10:00:00Z", v1.AnnotationCancelRequested: "2026-12-07T10:00:05Z"}},
 		{"an empty request is kept as it is", map[string]string{v1.AnnotationRunRequested: "", "x": "y"}, map[string]string{v1.AnnotationRunRequested: ""}},
+		{"what the operator's client could not read", map[string]string{v1.AnnotationUnreadable: "spec.resources.limits.cpu: Invalid value", "x": "y"},
+			map[string]string{v1.AnnotationUnreadable: "spec.resources.limits.cpu: Invalid value"}},
 		{"none the controller reads", map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}, nil},
 		{"no annotations", nil, nil},
 	} {

@@ -56,6 +56,9 @@ const (
 	// ReasonJobNameTaken: the run due cannot start because a Job of its name exists and is not
 	// the Task's; deleting (or renaming) that Job lets it start.
 	ReasonJobNameTaken = "JobNameTaken"
+	// ReasonInvalidSpec: the stored spec has a value no typed client can read
+	// (AnnotationUnreadable names it); no run starts until it is fixed.
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
 // Event reasons the operator records on Tasks.

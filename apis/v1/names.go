@@ -66,6 +66,13 @@ const (
 	// status.cancelRequest. The same annotation on a Job says it was deleted for that request.
 	AnnotationCancelRequested = "task.example.com/cancel-requested"
 
+	// AnnotationUnreadable is set on a Task as a client reads it, never stored: the operator's
+	// and kubectl task's clients (internal/readguard) drop a spec.resources quantity out of
+	// QuantityFits' bounds, which no typed decoding parses in bounded time, and name it here.
+	// The operator starts no run of such a Task and says why in its conditions (reason
+	// ReasonInvalidSpec). A stored value is removed as the Task is read.
+	AnnotationUnreadable = "task.example.com/unreadable"
+
 	// AnnotationTaskUID is on every Job the operator creates: the UID of the Task it runs for.
 	// A Job whose ownerReference was removed (by hand, or by a delete with --cascade=orphan)
 	// is taken back by that Task alone, and its FinalizerRunOutcome released by the operator

@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"example.com/task-operator/apis/install"
+	"example.com/task-operator/internal/readguard"
 	"example.com/task-operator/internal/version"
 	"example.com/task-operator/reconciler"
 	"example.com/task-operator/webhook"
@@ -206,6 +207,9 @@ func startManager(ctx context.Context, f *managerFlags, stop *shutdown) error {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	// One Task no typed decoding can read must not stop the informer, and with it every Task
+	// and the webhooks this process serves.
+	readguard.Wrap(cfg)
 	if err := prepareLocal(ctx, cfg, scheme, f); err != nil {
 		return err
 	}
