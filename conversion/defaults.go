@@ -20,8 +20,15 @@ func defaultedBody(hub *taskv1.Task, set func(*taskv1.Task)) (body, error) {
 // field it has alone.
 func withDefaults(b body) (body, error) {
 	defaultAbsentMaxRetries(b)
+	readable := b
+	if len(unfitQuantities(b)) > 0 {
+		// Stored so (CheckQuantities ratchets them): no default depends on a quantity, and no
+		// typed decoding could read one.
+		readable = deepCopy(b).(body)
+		dropUnfitQuantities(readable)
+	}
 	hub := &taskv1.Task{}
-	if err := fromBody(b, hub); err != nil {
+	if err := fromBody(readable, hub); err != nil {
 		return nil, err
 	}
 	before, err := toBody(hub)

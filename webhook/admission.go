@@ -43,6 +43,9 @@ func (Mutator) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	if errs := conversion.CheckQuantities(w.Object, w.OldObject); len(errs) > 0 {
+		return refused(nameIn(w.Object), errs) // at once: the validating webhook would, after this one
+	}
 	decided, err := conversion.Decide(w)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -123,9 +126,17 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if errs := conversion.CheckQuantities(obj); len(errs) > 0 {
+	var old map[string]any
+	if req.Operation == admissionv1.Update {
+		if old, err = conversion.DecodeObject(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode the stored Task: %w", err))
+		}
+	}
+	if errs := conversion.CheckQuantities(obj, old); len(errs) > 0 {
 		return refused(nameIn(obj), errs) // before any typed decoding, which would spin on such a quantity
 	}
+	// What is left out of bounds is as stored: no check below reads it, and no decoding could.
+	conversion.DropUnfitQuantities(obj)
 	// Typed from obj, what the checks above read, and with its keys matched exactly, as the
 	// apiserver reads them: not again from the raw bytes, where a key in another case or
 	// repeated would bring a value no check saw.

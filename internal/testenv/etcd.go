@@ -118,6 +118,19 @@ func (cp *ControlPlane) StoredObjects(ctx context.Context, prefix string) ([]Sto
 	return objs, resp.Header.Revision, nil
 }
 
+// EtcdDelete removes key directly: a test's last resort to take away an object it stored
+// that the API cannot delete.
+func (cp *ControlPlane) EtcdDelete(ctx context.Context, key string) error {
+	c, err := cp.Etcd()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Delete(ctx, key); err != nil {
+		return fmt.Errorf("etcd delete %s: %w", key, err)
+	}
+	return nil
+}
+
 // EtcdCompact compacts etcd at its current revision, which expires every continue token the
 // apiserver issued so far, and returns that revision.
 func (cp *ControlPlane) EtcdCompact(ctx context.Context) (int64, error) {
