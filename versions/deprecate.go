@@ -65,7 +65,9 @@ func Deprecate(ctx context.Context, cfg *rest.Config, version string, opts Optio
 	return nil
 }
 
-// probeTask is a minimal valid suspended Task at version, for dry-run creates.
+// probeTask is a minimal valid suspended Task at version, for dry-run creates. Its name is
+// generated: a user's Task of a fixed name would make the create fail for a reason that says
+// nothing of the conversion.
 func probeTask(group, version, kind string) map[string]any {
 	spec := map[string]any{"runner": map[string]any{"type": "Shell", "shell": map[string]any{"script": "true"}}, "suspend": true}
 	if version == "v1alpha1" {
@@ -73,7 +75,7 @@ func probeTask(group, version, kind string) map[string]any {
 	}
 	return map[string]any{
 		"apiVersion": group + "/" + version, "kind": kind,
-		"metadata": map[string]any{"name": "versions-conversion-probe", "namespace": metav1.NamespaceDefault},
+		"metadata": map[string]any{"generateName": "versions-conversion-probe-", "namespace": metav1.NamespaceDefault},
 		"spec":     spec,
 	}
 }
