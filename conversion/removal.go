@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	taskv1 "example.com/task-operator/apis/v1"
 )
 
 // Server-side apply removes a field its manager applied before and no longer applies, when no
@@ -59,6 +62,9 @@ func droppedByApply(w Write, part string) []fieldpath.Path {
 		owned = owned.Union(withNamedParents(set))
 	}
 	dropped := withNamedParents(before).Difference(owned)
+	for _, p := range droppedSharedTargets(w, subresource, entries) {
+		dropped.Insert(p)
+	}
 	var out []fieldpath.Path
 	dropped.Iterate(func(p fieldpath.Path) {
 		if names := fieldNames(p); len(names) > 1 && names[0] == part && expressedAt(w.Version, p) {
@@ -67,6 +73,86 @@ func droppedByApply(w Write, part string) []fieldpath.Path {
 	})
 	slices.SortStableFunc(out, func(a, b fieldpath.Path) int { return len(a) - len(b) })
 	return out
+}
+
+// droppedSharedTargets are the v1 fields an apply at an old version stopped owning through an
+// old field it no longer applies, where another old field it still applies fills the same v1
+// field (v1alpha1's status.attempts, from retryCount and lastJobName): at v1 the manager's
+// entries before and after both own it, so only the entries as recorded at the old version tell
+// the drop. Such a field is dropped when no other entry owns it; removeDropped then resets it,
+// and the conversion back to the old version fills it from the fields still applied.
+func droppedSharedTargets(w Write, subresource string, entries []metav1.ManagedFieldsEntry) []fieldpath.Path {
+	fields, ok := FieldMaps(w.Version)
+	if !ok {
+		return nil
+	}
+	at := taskv1.Group + "/" + w.Version
+	before, ok := spokeApplySet(w.OldObject, w.FieldManager, subresource, at)
+	if !ok {
+		return nil
+	}
+	after, ok := spokeApplySet(w.Object, w.FieldManager, subresource, at)
+	if !ok {
+		return nil
+	}
+	others := &fieldpath.Set{}
+	for _, e := range entries {
+		if e.Manager == w.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == subresource {
+			continue
+		}
+		set, err := HubFieldSet(e)
+		if err != nil {
+			return nil
+		}
+		others = others.Union(set)
+	}
+	var out []fieldpath.Path
+	for _, f := range fields.mappings() {
+		spoke := namedPath(path(f.Spoke).keys())
+		if !before.Has(spoke) || after.Has(spoke) {
+			continue
+		}
+		for _, h := range f.Hub {
+			target := namedPath(path(h).keys())
+			if fields.sharedTarget(f.Spoke, h) && !others.Has(target) {
+				out = append(out, target)
+			}
+		}
+	}
+	return out
+}
+
+// sharedTarget says the v1 field hub is filled from another field of the version besides spoke.
+func (m FieldMap) sharedTarget(spoke, hub string) bool {
+	for _, f := range m.mappings() {
+		if f.Spoke != spoke && slices.Contains(f.Hub, hub) {
+			return true
+		}
+	}
+	return false
+}
+
+// spokeApplySet is the field set of manager's Apply entry (for subresource) in obj as recorded,
+// if it is recorded at apiVersion; ok is false otherwise.
+func spokeApplySet(obj map[string]any, manager, subresource, apiVersion string) (*fieldpath.Set, bool) {
+	entries, ok := managedFieldsOf(obj)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range entries {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource {
+			continue
+		}
+		if e.APIVersion != apiVersion || e.FieldsType != fieldsV1 || e.FieldsV1 == nil {
+			return nil, false
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return nil, false
+		}
+		return set, true
+	}
+	return nil, false
 }
 
 // applySet returns, at v1, the fields the Apply entry of manager (for subresource) owns in obj;
