@@ -27,16 +27,16 @@ func TestStatusApplyRemovalsMatchATaskWrittenAtOneVersion(t *testing.T) {
 		exclude string // the field the other write sets
 	}{
 		{version: alpha,
-			full: obj{"state": "Failed", "lastJobName": "j-0-3", "retryCount": int64(2), "lastError": "boom"},
-			twin: other{alpha, `{"status":{"lastUpdateTime":"2026-01-01T00:00:00Z"}}`},
-			others: []other{{beta, `{"status":{"completionTime":"2026-01-01T00:00:00Z"}}`}, {hubVersion, `{"status":{"lastPhaseTransitionTime":"2026-01-01T00:00:00Z"}}`}},
+			full:    obj{"state": "Failed", "lastJobName": "j-0-3", "retryCount": int64(2), "lastError": "boom"},
+			twin:    other{alpha, `{"status":{"lastUpdateTime":"2026-01-01T00:00:00Z"}}`},
+			others:  []other{{beta, `{"status":{"completionTime":"2026-01-01T00:00:00Z"}}`}, {hubVersion, `{"status":{"lastPhaseTransitionTime":"2026-01-01T00:00:00Z"}}`}},
 			exclude: "lastUpdateTime"},
 		{version: beta,
 			full: obj{"phase": "Failed", "lastJobName": "j-0-3", "attempts": int64(3), "lastError": "boom", "observedGeneration": int64(1),
 				"startTime":  "2026-01-01T00:00:00Z",
 				"conditions": []any{obj{"type": "Ready", "status": "False", "reason": "X", "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
-			twin: other{beta, `{"status":{"completionTime":"2026-01-01T00:00:00Z"}}`},
-			others: []other{{alpha, `{"status":{"lastUpdateTime":"2026-01-01T00:00:00Z"}}`}, {hubVersion, `{"status":{"nextRunTime":"2026-01-01T00:00:00Z"}}`}},
+			twin:    other{beta, `{"status":{"completionTime":"2026-01-01T00:00:00Z"}}`},
+			others:  []other{{alpha, `{"status":{"lastUpdateTime":"2026-01-01T00:00:00Z"}}`}, {hubVersion, `{"status":{"nextRunTime":"2026-01-01T00:00:00Z"}}`}},
 			exclude: "completionTime"},
 	}
 	var failures []string
