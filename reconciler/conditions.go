@@ -59,7 +59,8 @@ type setFunc func(typ string, status bool, reason, msg string)
 // setNameTaken: the run due cannot start because its Job's name is someone else's. Only a
 // person can clear that (delete the Job), so the Task is Stalled, saying which Job; the phase
 // and the record stay as they are, and the next reconcile after the Job is gone sets every
-// condition afresh.
+// condition afresh. A condition the stored status already gives for the same reason keeps its
+// transition time: the Task has been so since then, and each look again is no status write.
 func setNameTaken(st *v1.TaskStatus, task *v1.Task, msg string, now time.Time) {
 	for _, c := range []struct {
 		typ    string
@@ -74,6 +75,9 @@ func setNameTaken(st *v1.TaskStatus, task *v1.Task, msg string, now time.Time) {
 			Type: c.typ, Status: c.status, Reason: v1.ReasonJobNameTaken, Message: msg,
 			ObservedGeneration: task.Generation, LastTransitionTime: metav1.NewTime(now),
 		})
+		if prior := meta.FindStatusCondition(task.Status.Conditions, c.typ); prior != nil && prior.Status == c.status && prior.Reason == v1.ReasonJobNameTaken {
+			meta.FindStatusCondition(st.Conditions, c.typ).LastTransitionTime = prior.LastTransitionTime
+		}
 	}
 }
 

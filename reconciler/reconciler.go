@@ -226,7 +226,14 @@ func (r *Reconciler) summarize(s *scope) {
 	s.task.Status = statusAfter(s.task, s.jobs, s.now, s.kueueServed, s.plan, s.nameTaken)
 	s.events = append(s.events, transitionEvents(s.task, s.prior, s.task.Status, s.jobs)...)
 	if t := s.task.Status.NextRunTime; t != nil {
-		s.result.RequeueAfter = max(t.Sub(s.now), time.Second)
+		wait := max(t.Sub(s.now), time.Second)
+		if s.nameTaken != nil {
+			// The run due waits for the Job of its name to go, which only a person does: the
+			// next try is nameTakenPollInterval away (or sooner, when that Job's deletion wakes
+			// the Task), not every second as a due run's would be.
+			wait = max(wait, nameTakenPollInterval)
+		}
+		s.result.RequeueAfter = wait
 	}
 	if slices.ContainsFunc(s.jobs, func(j observedJob) bool { return j.Uncached && j.active() }) {
 		s.result.RequeueAfter = minPositive(s.result.RequeueAfter, uncachedPollInterval)
