@@ -28,9 +28,72 @@ type CronSchedule struct {
 func (s CronSchedule) Next(t time.Time) time.Time {
 	n := s.cron.Next(t.In(s.loc))
 	if n.IsZero() || n.After(t) {
-		return n
+		return s.notPastAClockChange(t, n)
 	}
 	return s.nextAfterRepeatedHour(t, n)
+}
+
+// notPastAClockChange answers Next when robfig/cron answered n, after t, and the time zone's
+// clocks change between an hour before t and n. robfig/cron goes back to the whole wall hour
+// before stepping an hour at a time; across a change of half an hour (Lord Howe Island's) or
+// three quarters (the Chatham Islands') it then lands on hh:30 or hh:45 and climbs past the
+// wanted hh:00 into the next day. Searches started at each change, and at the first whole wall
+// hour after it, do not cross it; the earliest answer after t is the one.
+func (s CronSchedule) notPastAClockChange(t, n time.Time) time.Time {
+	for from := t.Add(-time.Hour); !n.IsZero(); {
+		change, ok := s.firstClockChange(from, n)
+		if !ok {
+			return n
+		}
+		for _, start := range []time.Time{change, s.wholeHourFrom(change)} {
+			if m := s.cron.Next(start.Add(-time.Second).In(s.loc)); !m.IsZero() && m.After(t) && m.Before(n) {
+				n = m
+			}
+		}
+		from = change
+	}
+	return n
+}
+
+// wholeHourFrom is the first instant at or after u whose wall clock reads a whole hour.
+func (s CronSchedule) wholeHourFrom(u time.Time) time.Time {
+	u = u.Truncate(time.Minute)
+	for u.In(s.loc).Minute() != 0 {
+		u = u.Add(time.Minute)
+	}
+	return u
+}
+
+// clockChangeScan is the step at which firstClockChange looks for a change of UTC offset:
+// shorter than any time between two changes of a zone.
+const clockChangeScan = 7 * 24 * time.Hour
+
+// firstClockChange is the first second after from, not after to, at which the zone's UTC
+// offset differs from the second before; ok is false if there is none.
+func (s CronSchedule) firstClockChange(from, to time.Time) (time.Time, bool) {
+	offset := func(u time.Time) int { _, o := u.In(s.loc).Zone(); return o }
+	lo := from
+	for lo.Before(to) {
+		hi := lo.Add(clockChangeScan)
+		if hi.After(to) {
+			hi = to
+		}
+		if offset(lo) == offset(hi) {
+			lo = hi
+			continue
+		}
+		// The offset differs between lo and hi: halve until the second it changes.
+		for hi.Sub(lo) > time.Second {
+			mid := lo.Add(hi.Sub(lo) / 2).Truncate(time.Second)
+			if offset(mid) == offset(lo) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return hi, true
+	}
+	return time.Time{}, false
 }
 
 // nextAfterRepeatedHour answers Next when robfig/cron answered n, not after t: t lies in the
