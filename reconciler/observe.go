@@ -133,8 +133,9 @@ func observeJob(taskName string, job *batchv1.Job) observedJob {
 	}
 	o.Requested = annotationTime(job.Annotations, v1.AnnotationRunRequested)
 	o.Cancelled = annotationTime(job.Annotations, v1.AnnotationCancelRequested)
-	// A scheduled run's Job that policy Replace deleted says so (see AnnotationReplacedBy).
-	o.Replaced = o.Run.isScheduled() && job.DeletionTimestamp != nil && job.Annotations[v1.AnnotationReplacedBy] != ""
+	// A Job that policy Replace deleted says so (see AnnotationReplacedBy): a scheduled run's, or
+	// the one-shot run a schedule with Replace was added to.
+	o.Replaced = job.DeletionTimestamp != nil && job.Annotations[v1.AnnotationReplacedBy] != ""
 	if job.DeletionTimestamp != nil {
 		// Until a terminal condition says otherwise, a Job being deleted ended then.
 		o.Finished = job.DeletionTimestamp.Time
