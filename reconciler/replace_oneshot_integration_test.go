@@ -97,4 +97,3 @@ func testOneShotRunReplaced(t *testing.T, hold bool) {
 		}
 	}
 }
-
