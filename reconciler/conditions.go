@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,7 @@ import (
 //	schedule that does not parse          Stalled       → Failed
 func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) {
 	set := func(typ string, status bool, reason, msg string) {
+		msg = fitConditionMessage(msg)
 		s := metav1.ConditionFalse
 		if status {
 			s = metav1.ConditionTrue
@@ -55,6 +57,23 @@ func setConditions(st *v1.TaskStatus, task *v1.Task, a analysis, now time.Time) 
 }
 
 type setFunc func(typ string, status bool, reason, msg string)
+
+// maxConditionMessage is the CRD's bound on a condition's message (metav1.Condition's): a longer
+// one would make the apiserver refuse the whole status write, on every reconcile.
+const maxConditionMessage = 32768
+
+// fitConditionMessage cuts msg to maxConditionMessage bytes, at a character's start.
+func fitConditionMessage(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	const more = "..."
+	cut := maxConditionMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
+}
 
 // setNameTaken: the run due cannot start because its Job's name is someone else's. Only a
 // person can clear that (delete the Job), so the Task is Stalled, saying which Job; the phase

@@ -45,7 +45,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
-		resp.Body = &watchFilter{body: resp.Body, dec: json.NewDecoder(resp.Body)}
+		resp.Body = &watchFilter{body: resp.Body}
 		return resp, nil
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -63,12 +63,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // isTaskPath says path is the Task collection, a Task or one of its subresources, in a
-// namespace or across all, at any version: /apis/example.com/<version>[/namespaces/<ns>]/tasks[/...].
+// namespace or across all, at any version: /apis/example.com/<version>[/namespaces/<ns>]/tasks[/...],
+// below the path of the server's URL if it has one (a Rancher cluster's, kubectl proxy's
+// --api-prefix).
 func isTaskPath(path string) bool {
-	rest, ok := strings.CutPrefix(path, "/apis/"+v1.Group+"/")
-	if !ok {
+	i := strings.Index(path, "/apis/"+v1.Group+"/")
+	if i < 0 {
 		return false
 	}
+	rest := path[i+len("/apis/"+v1.Group+"/"):]
 	parts := strings.Split(rest, "/")
 	if len(parts) >= 4 && parts[1] == "namespaces" {
 		parts = parts[3:]
@@ -83,32 +86,56 @@ func isJSON(contentType string) bool {
 	return err == nil && media == "application/json"
 }
 
-// watchFilter passes a watch's events through Event, one at a time as each arrives.
+// watchFilter passes a watch's events through Event, one at a time as each arrives. Events are
+// framed by their brackets (valueEnd), as client-go's JSON framer reads them, without decoding.
 type watchFilter struct {
 	body    io.ReadCloser
-	dec     *json.Decoder
-	event   json.RawMessage // reused: Decode appends into its capacity
-	pending bytes.Buffer
+	read    []byte // read from body, not framed yet
+	pending []byte // filtered, not returned yet
+	err     error  // body's, once it has one
+	chunk   [32 << 10]byte
 }
 
 func (w *watchFilter) Read(p []byte) (int, error) {
-	for w.pending.Len() == 0 {
-		if err := w.dec.Decode(&w.event); err != nil {
-			return 0, err
+	for len(w.pending) == 0 {
+		if w.frame() {
+			continue
 		}
-		w.pending.Write(Event(w.event))
-		w.pending.WriteByte('\n')
+		if w.err != nil {
+			return 0, w.err
+		}
+		n, err := w.body.Read(w.chunk[:])
+		w.read, w.err = append(w.read, w.chunk[:n]...), err
 	}
-	return w.pending.Read(p)
+	n := copy(p, w.pending)
+	w.pending = w.pending[n:]
+	return n, nil
+}
+
+// frame moves the next complete event from read to pending, filtered; false when there is none
+// yet. What does not begin an object, or what is left when the body ends, goes on as it is: the
+// client's decoder says what is wrong with it.
+func (w *watchFilter) frame() bool {
+	rest := skipSpace(w.read)
+	if len(rest) == 0 {
+		w.read = w.read[:0]
+		return false
+	}
+	end, ok := valueEnd(rest)
+	switch {
+	case ok && rest[0] == '{':
+		w.pending = append(append(w.pending[:0], Event(rest[:end])...), '\n')
+	case rest[0] != '{' || w.err != nil:
+		end = len(rest)
+		w.pending = append(w.pending[:0], rest...)
+	default:
+		return false
+	}
+	w.read = append(w.read[:0], rest[end:]...)
+	return true
 }
 
 func (w *watchFilter) Close() error { return w.body.Close() }
-
-// mayNeedFilter is false when data holds no Task that Task would change: no resources at all,
-// and no stored AnnotationUnreadable. Most Tasks and events stop here.
-func mayNeedFilter(data []byte) bool {
-	return bytes.Contains(data, []byte(`"resources"`)) || bytes.Contains(data, []byte(v1.AnnotationUnreadable))
-}
 
 // Document is a response body (a Task, or a list of Tasks) with Task applied to each Task;
 // body itself when nothing changes or it does not decode (the client's decoder then says why).
@@ -197,8 +224,22 @@ func Task(task []byte) (out []byte, changed bool) {
 		return task, false
 	}
 	var p probe
-	if kjson.UnmarshalCaseSensitivePreserveInts(task, &p) != nil {
+	strict, err := kjson.UnmarshalStrict(task, &p)
+	if err != nil {
 		return task, false
+	}
+	if repeatedKey(strict) || escapedKeyOfInterest(task) {
+		// A key given twice (the typed decoding parses every occurrence before the last wins),
+		// or spelled with an escape: decoded into maps and encoded again, only the last is
+		// left, spelled plainly, and the probe below sees what the typed decoding would.
+		deduplicated, err := rewrite(task, nil, "", false)
+		if err != nil {
+			return task, false
+		}
+		task, changed, p = deduplicated, true, probe{}
+		if kjson.UnmarshalCaseSensitivePreserveInts(task, &p) != nil {
+			return task, true
+		}
 	}
 	unreadable := map[string][]string{}
 	var problems []string
@@ -213,18 +254,34 @@ func Task(task []byte) (out []byte, changed bool) {
 			}
 			unreadable[list.name] = append(unreadable[list.name], name)
 			problems = append(problems, fmt.Sprintf("spec.resources.%s.%s: Invalid value: %s: %s",
-				list.name, name, strconv.Quote(shorten(text)), v1.QuantityBoundsMessage))
+				list.name, shorten(name), strconv.Quote(shorten(text)), v1.QuantityBoundsMessage))
 		}
 	}
 	_, stored := p.Metadata.Annotations[v1.AnnotationUnreadable]
 	if len(problems) == 0 && !stored {
-		return task, false
+		return task, changed
 	}
-	out, err := rewrite(task, unreadable, strings.Join(problems, "; "))
+	filtered, err := rewrite(task, unreadable, unreadableMessage(problems), true)
 	if err != nil {
-		return task, false
+		return task, changed
 	}
-	return out, true
+	return filtered, true
+}
+
+// repeatedKey says the strict decoding's errors tell of a key given twice.
+func repeatedKey(strict []error) bool {
+	return slices.ContainsFunc(strict, func(err error) bool { return strings.Contains(err.Error(), "duplicate field") })
+}
+
+// namedProblems is how many of a Task's unreadable quantities its annotation names; the rest are
+// counted. The message ends in the Task's conditions, which the CRD bounds.
+const namedProblems = 3
+
+func unreadableMessage(problems []string) string {
+	if len(problems) <= namedProblems {
+		return strings.Join(problems, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more quantities out of bounds", strings.Join(problems[:namedProblems], "; "), len(problems)-namedProblems)
 }
 
 // quantityText is a quantity's text as Quantity's UnmarshalJSON parses it: what is between a
@@ -245,10 +302,10 @@ func shorten(s string) string {
 	return s[:keep] + "..." + fmt.Sprintf(" (%d characters)", len(s))
 }
 
-// rewrite decodes task keeping every number as written, deletes the quantities named in
-// unreadable from spec.resources, sets AnnotationUnreadable to message (removes it when
-// message is empty) and encodes the Task again.
-func rewrite(task []byte, unreadable map[string][]string, message string) ([]byte, error) {
+// rewrite decodes task keeping every number as written and the last of a repeated key, deletes
+// the quantities named in unreadable from spec.resources, and when annotate sets
+// AnnotationUnreadable to message (removes it when message is empty), and encodes the Task again.
+func rewrite(task []byte, unreadable map[string][]string, message string, annotate bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(task))
 	dec.UseNumber()
 	var obj map[string]any
@@ -263,6 +320,9 @@ func rewrite(task []byte, unreadable map[string][]string, message string) ([]byt
 				}
 			}
 		}
+	}
+	if !annotate {
+		return json.Marshal(obj)
 	}
 	metadata, ok := obj["metadata"].(map[string]any)
 	if !ok {
