@@ -120,16 +120,23 @@ func (q requests) lookAgainAt() time.Time {
 // requestedRecord says rec's run was started for a run request. The Job's annotation says so
 // while the Job exists; once it is gone, the record's time equal to the request recorded with
 // it (status.runRequest is written together with the record of the run it started) or to the
-// annotated one (the status write that would have recorded it was lost).
+// annotated one (the status write that would have recorded it was lost). A later request that
+// a cancel dropped takes status.runRequest's place; the stored record still tells then: a
+// schedule run's start moves lastScheduleTime to its time in the same status write, so a stored
+// run after lastScheduleTime was a requested one.
 func requestedRecord(task *v1.Task, rec *runRecord, jobs []observedJob) bool {
 	if rec == nil || !rec.run.isScheduled() {
 		return false
 	}
-	if j := findJob(jobs, rec.job.Name); j != nil {
+	if j := findJob(jobs, rec.job.Name); j != nil && !j.Missing {
 		return j.Requested.Equal(rec.run.Scheduled)
 	}
 	annotated, _ := requestTime(task, v1.AnnotationRunRequested)
-	return rec.run.Scheduled.Equal(timeOf(task.Status.RunRequest)) || rec.run.Scheduled.Equal(annotated)
+	if rec.run.Scheduled.Equal(timeOf(task.Status.RunRequest)) || rec.run.Scheduled.Equal(annotated) {
+		return true
+	}
+	stored := task.Status.CurrentRun
+	return stored != nil && rec.run.Scheduled.Equal(timeOf(stored.ScheduledTime)) && rec.run.Scheduled.After(timeOf(task.Status.LastScheduleTime))
 }
 
 // honouredRunRequest is status.runRequest: the stored one, or the latest request that the
