@@ -359,6 +359,7 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 			return nil, fmt.Errorf("%s: %w", taskName(obj), err)
 		}
 	}
+	written := obj // what a refusal names: the fields the manifest sets, not the defaults added below
 	obj, err := conversion.WithSchemaDefaults(obj)
 	if err != nil {
 		return nil, err
@@ -380,6 +381,7 @@ func convertTask(obj map[string]any, to string) (map[string]any, error) {
 		return nil, err
 	}
 	if len(fields) > 0 {
+		fields = conversion.OnlyWritten(fields, written)
 		return nil, fmt.Errorf("%s: %s cannot express %s: keep it at %s, or remove the field%s",
 			taskName(obj), to, strings.Join(fields, ", "), taskv1.GroupVersion.Version, plural(len(fields)))
 	}

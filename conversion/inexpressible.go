@@ -84,3 +84,55 @@ func WithDefaults(hub map[string]any) (map[string]any, error) {
 	obj["spec"] = b["spec"]
 	return obj, nil
 }
+
+// OnlyWritten keeps the paths (as Inexpressible returns them, at v1) that manifest, a Task at
+// any served version as written, sets: a default it lacks (a schedule's history limits and
+// concurrencyPolicy) is lost only with what it was defaulted for, which is named, and is nothing
+// the writer could remove. An old version's fields are read at v1 through its field table. All
+// of the paths when none is written.
+func OnlyWritten(paths []string, manifest map[string]any) []string {
+	written := writtenHubPaths(manifest)
+	var named []string
+	for _, p := range paths {
+		if slices.ContainsFunc(written, func(w string) bool { return w == p || strings.HasPrefix(p, w+".") }) {
+			named = append(named, p)
+		}
+	}
+	if len(named) == 0 {
+		return paths
+	}
+	return named
+}
+
+// writtenHubPaths are the v1 paths of every field manifest's spec sets (its leaves; a list is a
+// leaf), at v1 through the field table of manifest's version.
+func writtenHubPaths(manifest map[string]any) []string {
+	version, err := versionOf(manifest)
+	if err != nil {
+		return nil
+	}
+	fields, old := FieldMaps(version)
+	var out []string
+	var walk func(v any, keys []string)
+	walk = func(v any, keys []string) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, sub := range m {
+				walk(sub, append(slices.Clone(keys), k))
+			}
+			return
+		}
+		if !old {
+			out = append(out, strings.Join(keys, "."))
+			return
+		}
+		hub, ok := fields.Map(keys)
+		if !ok {
+			return
+		}
+		for _, h := range hub {
+			out = append(out, strings.Join(h, "."))
+		}
+	}
+	walk(manifest["spec"], []string{"spec"})
+	return out
+}
