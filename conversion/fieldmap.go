@@ -162,3 +162,25 @@ func newFieldMap(version string, table []FieldMapping) FieldMap {
 	slices.SortFunc(m.sorted, func(a, b FieldMapping) int { return strings.Compare(a.Spoke, b.Spoke) })
 	return m
 }
+
+// SpokePath is the path at the old version m is of that the v1 path hub (dotted, as a field
+// error names it: "spec.schedule.cron", "spec.runner.shell.env[0].name") is written at: the
+// field whose Hub it is or lies below; ok is false when the old version has no field for it.
+func (m FieldMap) SpokePath(hub string) (string, bool) {
+	best, bestHub := "", ""
+	for _, f := range m.sorted {
+		for _, h := range f.Hub {
+			if (hub == h || strings.HasPrefix(hub, h+".") || strings.HasPrefix(hub, h+"[")) && len(h) > len(bestHub) {
+				best, bestHub = f.Spoke, h
+			}
+		}
+	}
+	if bestHub == "" {
+		return "", false
+	}
+	rest := hub[len(bestHub):]
+	if f := m.fields[best]; rest != "" && !f.Same {
+		rest = "" // below a field that changes shape, the old version names the field itself
+	}
+	return best + rest, true
+}

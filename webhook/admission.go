@@ -154,7 +154,11 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	}
 	var errs field.ErrorList
 	if req.SubResource == "" {
-		errs = append(errs, taskv1.Validate(task)...)
+		specErrs := taskv1.Validate(task)
+		if req.RequestKind != nil {
+			specErrs = atClientVersion(specErrs, req.RequestKind.Version)
+		}
+		errs = append(errs, specErrs...)
 		old, err := oldLabels(req)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
@@ -171,6 +175,25 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Allowed("")
 	}
 	return refused(task.Name, errs)
+}
+
+// atClientVersion names each field of errs (v1 paths: the checks read the Task at v1) as the
+// client's version spells it, for a write at an old version: spec.schedule for v1's
+// spec.schedule.cron at v1beta1. A field the old version has no place for keeps its v1 path,
+// marked as such.
+func atClientVersion(errs field.ErrorList, version string) field.ErrorList {
+	fields, old := conversion.FieldMaps(version)
+	if !old {
+		return errs
+	}
+	for _, e := range errs {
+		if at, ok := fields.SpokePath(e.Field); ok {
+			e.Field = at
+		} else {
+			e.Field += " (at " + taskv1.GroupVersion.Version + ")"
+		}
+	}
+	return errs
 }
 
 // refused denies a write of the Task named name as Invalid, naming the fields in errs.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -145,6 +146,25 @@ func TestAQuantityOutOfBoundsAsStoredPassesWritesThatLeaveItAlone(t *testing.T) 
 					t.Errorf("allowed %v, %q; want refused naming %s", resp.Allowed, msg, tc.refused)
 				}
 			})
+		}
+	}
+}
+
+// A write at an old version refused by a check of its v1 conversion names the field as that
+// version spells it: v1beta1's spec.schedule for v1's spec.schedule.cron; a v1 field the old
+// version has no place for is named at v1, saying so.
+func TestARefusalOfAnOldVersionWriteNamesTheFieldAsThatVersionSpellsIt(t *testing.T) {
+	for _, tc := range []struct {
+		version, hub, want string
+	}{
+		{"v1beta1", "spec.schedule.cron", "spec.schedule"},
+		{"v1alpha1", "spec.runner.shell.script", "spec.shell"},
+		{"v1beta1", "spec.resources.limits[cpu]", "spec.resources.limits[cpu] (at v1)"},
+		{"v1", "spec.schedule.cron", "spec.schedule.cron"},
+	} {
+		errs := atClientVersion(field.ErrorList{{Type: field.ErrorTypeInvalid, Field: tc.hub, BadValue: "v", Detail: "bad"}}, tc.version)
+		if errs[0].Field != tc.want {
+			t.Errorf("%s at %s: named %s, want %s", tc.hub, tc.version, errs[0].Field, tc.want)
 		}
 	}
 }

@@ -271,7 +271,7 @@ func validateSchedule(s *Schedule, path *field.Path) field.ErrorList {
 func parseCron(spec string) (cron.Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("set the time zone in spec.schedule.timeZone, not in the expression")
+		return nil, fmt.Errorf("a time zone is not part of the expression: it is spec.schedule.timeZone, a field of v1")
 	}
 	return cronParser.Parse(spec)
 }
