@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	taskv1 "example.com/task-operator/apis/v1"
+	"example.com/task-operator/conversion"
 
 	"example.com/task-operator/versions"
 )
@@ -109,6 +110,18 @@ func configMapKey(s string) string {
 }
 
 // observe counts one admission request; dry runs are not writes and are not counted.
+// admissionOperations are the operations an AdmissionReview names.
+var admissionOperations = []string{string(admissionv1.Create), string(admissionv1.Update), string(admissionv1.Delete), string(admissionv1.Connect)}
+
+// boundedLabel is value if it is one of known, else "other": the webhook answers whoever calls
+// it, and a label taken as sent would let a caller add series without bound.
+func boundedLabel(value string, known []string) string {
+	if slices.Contains(known, value) {
+		return value
+	}
+	return "other"
+}
+
 func (r *UsageRecorder) observe(req admission.Request) {
 	if req.DryRun != nil && *req.DryRun {
 		return
@@ -117,7 +130,8 @@ func (r *UsageRecorder) observe(req admission.Request) {
 	if req.RequestKind != nil {
 		version = req.RequestKind.Version
 	}
-	admissionRequests.WithLabelValues(version, string(req.Operation), userClass(req.UserInfo.Username)).Inc()
+	admissionRequests.WithLabelValues(boundedLabel(version, conversion.ServedVersions()), boundedLabel(string(req.Operation), admissionOperations),
+		userClass(req.UserInfo.Username)).Inc()
 	if r == nil {
 		return
 	}
