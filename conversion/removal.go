@@ -135,41 +135,44 @@ func (m FieldMap) sharedTarget(spoke, hub string) bool {
 // spokeApplySet is the field set of manager's Apply entry (for subresource) in obj as recorded,
 // if it is recorded at apiVersion; ok is false otherwise.
 func spokeApplySet(obj map[string]any, manager, subresource, apiVersion string) (*fieldpath.Set, bool) {
-	entries, ok := managedFieldsOf(obj)
-	if !ok {
+	e, found, ok := applyEntry(obj, manager, subresource)
+	if !found || !ok || e.APIVersion != apiVersion || e.FieldsType != fieldsV1 || e.FieldsV1 == nil {
 		return nil, false
 	}
-	for _, e := range entries {
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource {
-			continue
-		}
-		if e.APIVersion != apiVersion || e.FieldsType != fieldsV1 || e.FieldsV1 == nil {
-			return nil, false
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-			return nil, false
-		}
-		return set, true
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		return nil, false
 	}
-	return nil, false
+	return set, true
 }
 
 // applySet returns, at v1, the fields the Apply entry of manager (for subresource) owns in obj;
 // ok is false when managedFields cannot be read or translated.
 func applySet(obj map[string]any, manager, subresource string) (*fieldpath.Set, bool) {
-	entries, ok := managedFieldsOf(obj)
+	e, found, ok := applyEntry(obj, manager, subresource)
 	if !ok {
 		return nil, false
 	}
-	for _, e := range entries {
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource {
-			continue
-		}
-		set, err := HubFieldSet(e)
-		return set, err == nil
+	if !found {
+		return &fieldpath.Set{}, true
 	}
-	return &fieldpath.Set{}, true
+	set, err := HubFieldSet(e)
+	return set, err == nil
+}
+
+// applyEntry is manager's Apply entry (for subresource) in obj; found says there is one, ok
+// that managedFields could be read.
+func applyEntry(obj map[string]any, manager, subresource string) (e metav1.ManagedFieldsEntry, found, ok bool) {
+	entries, ok := managedFieldsOf(obj)
+	if !ok {
+		return e, false, false
+	}
+	for _, e := range entries {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == subresource {
+			return e, true, true
+		}
+	}
+	return e, false, true
 }
 
 // hasApplyEntry says manager has an Apply entry (for subresource) in obj: after a server-side

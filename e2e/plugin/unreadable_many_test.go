@@ -1,12 +1,8 @@
 package plugin_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
-
-	taskv1 "example.com/task-operator/apis/v1"
-	"example.com/task-operator/internal/testenv"
 )
 
 // A Task stored with many quantities out of bounds (300 extended resources, each
@@ -15,25 +11,11 @@ import (
 func TestATaskStoredWithManyUnreadableQuantitiesStillSaysWhyItDoesNotRun(t *testing.T) {
 	ns := setUp(t)
 	apply(t, ns, task("spoiled-many", "", "  suspend: true\n  resources: {limits: {cpu: \"1\"}}\n"))
-	var o map[string]any
-	if err := json.Unmarshal([]byte(storedTask(t, ns, "spoiled-many")), &o); err != nil {
-		t.Fatal(err)
-	}
-	o["metadata"].(map[string]any)["finalizers"] = []any{taskv1.FinalizerJobs}
-	spec := o["spec"].(map[string]any)
 	limits := map[string]any{}
 	for i := range 300 {
 		limits[fmt.Sprintf("example.com/gpu-%03d", i)] = "1e3000000000"
 	}
-	spec["resources"].(map[string]any)["limits"] = limits
-	delete(spec, "suspend")
-	raw, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.EtcdPut(t.Context(), testenv.TaskEtcdPrefix+ns+"/spoiled-many", raw); err != nil {
-		t.Fatal(err)
-	}
+	spoil(t, ns, "spoiled-many", limits)
 	defer removeSpoiled(t, ns, "spoiled-many")
 
 	r := kubectl(t, "", "wait", "-n", ns, "--for=condition=Stalled", "task/spoiled-many", "--timeout=60s")

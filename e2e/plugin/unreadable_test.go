@@ -21,7 +21,7 @@ import (
 func TestATaskStoredWithAnUnreadableQuantityStopsNothingElse(t *testing.T) {
 	ns := setUp(t)
 	apply(t, ns, task("spoiled", "", "  suspend: true\n  resources: {limits: {cpu: \"1\", memory: 64Mi}}\n"))
-	spoil(t, ns, "spoiled", "1e3000000000")
+	spoil(t, ns, "spoiled", map[string]any{"cpu": "1e3000000000", "memory": "64Mi"})
 	defer removeSpoiled(t, ns, "spoiled")
 
 	apply(t, ns, task("healthy", "", ""))
@@ -66,9 +66,9 @@ func TestATaskStoredWithAnUnreadableQuantityStopsNothingElse(t *testing.T) {
 	ok(t, "delete", "-n", ns, "task/spoiled", "--timeout=60s")
 }
 
-// spoil sets the stored Task's spec.resources.limits.cpu to quantity, clears its suspend and
-// gives it the operator's finalizer, in etcd, and waits until the apiserver serves it.
-func spoil(t *testing.T, ns, name, quantity string) {
+// spoil sets the stored Task's spec.resources.limits to limits, clears its suspend and gives it
+// the operator's finalizer, in etcd, and waits until the apiserver serves it.
+func spoil(t *testing.T, ns, name string, limits map[string]any) {
 	t.Helper()
 	var o map[string]any
 	if err := json.Unmarshal([]byte(storedTask(t, ns, name)), &o); err != nil {
@@ -76,7 +76,7 @@ func spoil(t *testing.T, ns, name, quantity string) {
 	}
 	o["metadata"].(map[string]any)["finalizers"] = []any{taskv1.FinalizerJobs}
 	spec := o["spec"].(map[string]any)
-	spec["resources"].(map[string]any)["limits"].(map[string]any)["cpu"] = quantity
+	spec["resources"].(map[string]any)["limits"] = limits
 	delete(spec, "suspend")
 	raw, err := json.Marshal(o)
 	if err != nil {
@@ -86,8 +86,8 @@ func spoil(t *testing.T, ns, name, quantity string) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, "the apiserver to serve the spoiled Task", func(ctx context.Context) (bool, error) {
-		r := kubectl(t, "", "get", "-n", ns, "tasks.v1.example.com/"+name, "-o", "jsonpath={.spec.resources.limits.cpu}")
-		return r.stdout == quantity, nil
+		r := kubectl(t, "", "get", "-n", ns, "tasks.v1.example.com/"+name, "-o", "json")
+		return r.code == 0 && strings.Contains(r.stdout, `"1e3000000000"`), nil
 	})
 }
 
