@@ -15,7 +15,8 @@ import (
 // release, or while the admission webhooks were removed: here straight into etcd, with the
 // operator's finalizer) stops nothing else. The operator runs the other Tasks and starts no run
 // of it; its conditions name the field and `kubectl task status` shows them; writes that leave
-// the quantity alone are taken, one that brings another is refused; its delete completes.
+// the quantity alone are taken, one that brings another is refused; fixed, it runs; its delete
+// completes.
 // Without the operator's read filter its informer hangs decoding the Task and no other Task
 // runs; without the webhook's ratchet no status of it is written and its delete hangs.
 func TestATaskStoredWithAnUnreadableQuantityStopsNothingElse(t *testing.T) {
@@ -63,6 +64,9 @@ func TestATaskStoredWithAnUnreadableQuantityStopsNothingElse(t *testing.T) {
 		t.Errorf("the stored Task changed: %s", stored)
 	}
 
+	// Fixed at v1, it runs.
+	ok(t, "patch", "-n", ns, "tasks.v1.example.com/spoiled", "--type=merge", "-p", `{"spec":{"resources":{"limits":{"cpu":"1"}}}}`)
+	waitFor(t, ns, "spoiled", "Succeeded")
 	ok(t, "delete", "-n", ns, "task/spoiled", "--timeout=60s")
 }
 
