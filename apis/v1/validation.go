@@ -26,11 +26,40 @@ type CronSchedule struct {
 
 // Next is the first schedule time strictly after t, or the zero time if there is none.
 func (s CronSchedule) Next(t time.Time) time.Time {
+	n := s.next(t)
+	// robfig/cron re-checks the day (the hour) only when the hour (the minute) wraps to 0; a
+	// clock change that skips that 0 leaves it in a day or hour it never checked.
+	for i := 0; i < 1000 && !n.IsZero() && !s.matches(n); i++ {
+		n = s.next(n)
+	}
+	return n
+}
+
+// next is robfig/cron's answer, corrected where it goes past a clock change or lands in a
+// repeated hour; Next checks that it is a time the expression names.
+func (s CronSchedule) next(t time.Time) time.Time {
 	n := s.cron.Next(t.In(s.loc))
 	if n.IsZero() || n.After(t) {
 		return s.notPastAClockChange(t, n)
 	}
 	return s.nextAfterRepeatedHour(t, n)
+}
+
+// matches says u's wall clock in the zone is one the expression names, by robfig/cron's own
+// rule for day of month against day of week (either, unless one is a *).
+func (s CronSchedule) matches(u time.Time) bool {
+	ss, ok := s.cron.(*cron.SpecSchedule)
+	if !ok {
+		return true
+	}
+	l := u.In(s.loc)
+	dom, dow := 1<<uint(l.Day())&ss.Dom != 0, 1<<uint(l.Weekday())&ss.Dow != 0
+	day := dom || dow
+	if ss.Dom&(1<<63) != 0 || ss.Dow&(1<<63) != 0 {
+		day = dom && dow
+	}
+	return day && 1<<uint(l.Second())&ss.Second != 0 && 1<<uint(l.Minute())&ss.Minute != 0 &&
+		1<<uint(l.Hour())&ss.Hour != 0 && 1<<uint(l.Month())&ss.Month != 0
 }
 
 // notPastAClockChange answers Next when robfig/cron answered n, after t, and the time zone's
