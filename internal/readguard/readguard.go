@@ -87,10 +87,12 @@ func isJSON(contentType string) bool {
 }
 
 // watchFilter passes a watch's events through Event, one at a time as each arrives. Events are
-// framed by their brackets (valueEnd), as client-go's JSON framer reads them, without decoding.
+// framed by their brackets, as client-go's JSON framer reads them, without decoding; the
+// framing resumes where it stopped, so an event arriving in many reads is scanned once.
 type watchFilter struct {
 	body    io.ReadCloser
 	read    []byte // read from body, not framed yet
+	scan    objectScan
 	pending []byte // filtered, not returned yet
 	err     error  // body's, once it has one
 	chunk   [32 << 10]byte
@@ -116,23 +118,60 @@ func (w *watchFilter) Read(p []byte) (int, error) {
 // yet. What does not begin an object, or what is left when the body ends, goes on as it is: the
 // client's decoder says what is wrong with it.
 func (w *watchFilter) frame() bool {
-	rest := skipSpace(w.read)
-	if len(rest) == 0 {
-		w.read = w.read[:0]
+	if w.scan.at == 0 {
+		w.read = skipSpace(w.read)
+	}
+	if len(w.read) == 0 {
 		return false
 	}
-	end, ok := valueEnd(rest)
+	end, ok := 0, false
+	if w.read[0] == '{' {
+		end, ok = w.scan.end(w.read)
+	}
 	switch {
-	case ok && rest[0] == '{':
-		w.pending = append(append(w.pending[:0], Event(rest[:end])...), '\n')
-	case rest[0] != '{' || w.err != nil:
-		end = len(rest)
-		w.pending = append(w.pending[:0], rest...)
+	case ok:
+		w.pending = append(append(w.pending[:0], Event(w.read[:end])...), '\n')
+	case w.read[0] != '{' || w.err != nil:
+		end, w.scan = len(w.read), objectScan{}
+		w.pending = append(w.pending[:0], w.read...)
 	default:
 		return false
 	}
-	w.read = append(w.read[:0], rest[end:]...)
+	w.read = append(w.read[:0], w.read[end:]...)
 	return true
+}
+
+// objectScan finds where an object arriving in pieces ends, resuming where it stopped.
+type objectScan struct {
+	at       int // the next byte to look at, counted from the object's start
+	depth    int
+	inString bool
+	escaped  bool
+}
+
+// end is the index just after the object b begins with, once b holds all of it (the scan then
+// starts afresh); ok is false until then.
+func (s *objectScan) end(b []byte) (int, bool) {
+	for ; s.at < len(b); s.at++ {
+		c := b[s.at]
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case s.inString:
+			s.escaped, s.inString = c == '\\', c != '"'
+		case c == '"':
+			s.inString = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				end := s.at + 1
+				*s = objectScan{}
+				return end, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (w *watchFilter) Close() error { return w.body.Close() }
@@ -144,7 +183,8 @@ func Document(body []byte) []byte {
 		return body
 	}
 	var top map[string]json.RawMessage
-	if kjson.UnmarshalCaseSensitivePreserveInts(body, &top) != nil {
+	strict, err := kjson.UnmarshalStrict(body, &top)
+	if err != nil {
 		return body
 	}
 	items, isList := top["items"]
@@ -158,7 +198,8 @@ func Document(body []byte) []byte {
 	if kjson.UnmarshalCaseSensitivePreserveInts(items, &list) != nil {
 		return body
 	}
-	changed := false
+	// items given twice: the typed decoding reads each; encoded again, only the last is left.
+	changed := repeatedKey(strict)
 	for i, item := range list {
 		if out, c := Task(item); c {
 			list[i], changed = out, true
@@ -224,11 +265,13 @@ func Task(task []byte) (out []byte, changed bool) {
 		return task, false
 	}
 	var p probe
+	// A member of the wrong type is an error the typed decoding records and goes past, parsing
+	// the quantities all the same: only JSON that does not parse is left to the decoder.
 	strict, err := kjson.UnmarshalStrict(task, &p)
-	if err != nil {
+	if err != nil && !json.Valid(task) {
 		return task, false
 	}
-	if repeatedKey(strict) || escapedKeyOfInterest(task) {
+	if err != nil || repeatedKey(strict) || escapedKeyOfInterest(task) { // strict errors are not reported beside a type error
 		// A key given twice (the typed decoding parses every occurrence before the last wins),
 		// or spelled with an escape: decoded into maps and encoded again, only the last is
 		// left, spelled plainly, and the probe below sees what the typed decoding would.
@@ -237,9 +280,7 @@ func Task(task []byte) (out []byte, changed bool) {
 			return task, false
 		}
 		task, changed, p = deduplicated, true, probe{}
-		if kjson.UnmarshalCaseSensitivePreserveInts(task, &p) != nil {
-			return task, true
-		}
+		_ = kjson.UnmarshalCaseSensitivePreserveInts(task, &p) // valid JSON: a type error at most
 	}
 	unreadable := map[string][]string{}
 	var problems []string

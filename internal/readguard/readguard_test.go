@@ -141,9 +141,8 @@ func TestTaskLeavesOutTheQuantitiesNoDecodingReadsAndNamesThem(t *testing.T) {
 // "Spec" is never parsed, and a body that is not JSON is the decoder's to refuse.
 func TestTaskLeavesAloneWhatTheClientNeverParses(t *testing.T) {
 	for name, in := range map[string]string{
-		"another case":    strings.Replace(taskJSON("t", `{"limits":{"cpu":"1e3000000000"}}`, ""), `"spec"`, `"Spec"`, 1),
-		"not JSON":        `{"spec":{"resources":{"limits":{"cpu":"1e3000000000"`,
-		"limits a string": taskJSON("t", `{"limits":"1e3000000000"}`, ""),
+		"another case": strings.Replace(taskJSON("t", `{"limits":{"cpu":"1e3000000000"}}`, ""), `"spec"`, `"Spec"`, 1),
+		"not JSON":     `{"spec":{"resources":{"limits":{"cpu":"1e3000000000"`,
 	} {
 		if out, changed := readguard.Task([]byte(in)); changed || string(out) != in {
 			t.Errorf("%s: changed to %s", name, out)
