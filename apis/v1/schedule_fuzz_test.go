@@ -130,7 +130,7 @@ func cronOf(mi, h, dom, mo, dow uint8) string {
 // and skips no matching wall time that occurs once that day; it may answer earlier only with a
 // repeated wall time.
 func FuzzNextIsTheFirstOnceOccurringMatchingWallTime(f *testing.F) {
-	f.Add(uint8(1), uint8(2), uint8(0), uint8(0), uint8(0), uint8(0), uint32(0), uint8(0))   // 0,30 1-3 * * *
+	f.Add(uint8(1), uint8(2), uint8(0), uint8(0), uint8(0), uint8(0), uint32(0), uint8(0))    // 0,30 1-3 * * *
 	f.Add(uint8(2), uint8(3), uint8(0), uint8(0), uint8(2), uint8(1), uint32(5000), uint8(0)) // 15 */2 * * 1-5
 	f.Add(uint8(0), uint8(1), uint8(1), uint8(0), uint8(0), uint8(5), uint32(9000), uint8(7)) // 0 0 1 * *
 	f.Fuzz(func(t *testing.T, mi, h, dom, mo, dow, zone uint8, minutes uint32, seconds uint8) {
