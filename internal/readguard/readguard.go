@@ -91,7 +91,8 @@ func isJSON(contentType string) bool {
 // framing resumes where it stopped, so an event arriving in many reads is scanned once.
 type watchFilter struct {
 	body    io.ReadCloser
-	read    []byte // read from body, not framed yet
+	read    []byte // read from body; read[off:] is not framed yet
+	off     int
 	scan    objectScan
 	pending []byte // filtered, not returned yet
 	err     error  // body's, once it has one
@@ -106,6 +107,8 @@ func (w *watchFilter) Read(p []byte) (int, error) {
 		if w.err != nil {
 			return 0, w.err
 		}
+		// What is framed goes before more is read: one move a read, not one an event.
+		w.read, w.off = append(w.read[:0], w.read[w.off:]...), 0
 		n, err := w.body.Read(w.chunk[:])
 		w.read, w.err = append(w.read, w.chunk[:n]...), err
 	}
@@ -118,26 +121,29 @@ func (w *watchFilter) Read(p []byte) (int, error) {
 // yet. What does not begin an object, or what is left when the body ends, goes on as it is: the
 // client's decoder says what is wrong with it.
 func (w *watchFilter) frame() bool {
+	rest := w.read[w.off:]
 	if w.scan.at == 0 {
-		w.read = skipSpace(w.read)
+		trimmed := skipSpace(rest)
+		w.off += len(rest) - len(trimmed)
+		rest = trimmed
 	}
-	if len(w.read) == 0 {
+	if len(rest) == 0 {
 		return false
 	}
 	end, ok := 0, false
-	if w.read[0] == '{' {
-		end, ok = w.scan.end(w.read)
+	if rest[0] == '{' {
+		end, ok = w.scan.end(rest)
 	}
 	switch {
 	case ok:
-		w.pending = append(append(w.pending[:0], Event(w.read[:end])...), '\n')
-	case w.read[0] != '{' || w.err != nil:
-		end, w.scan = len(w.read), objectScan{}
-		w.pending = append(w.pending[:0], w.read...)
+		w.pending = append(append(w.pending[:0], Event(rest[:end])...), '\n')
+	case rest[0] != '{' || w.err != nil:
+		end, w.scan = len(rest), objectScan{}
+		w.pending = append(w.pending[:0], rest...)
 	default:
 		return false
 	}
-	w.read = append(w.read[:0], w.read[end:]...)
+	w.off += end
 	return true
 }
 
@@ -146,32 +152,48 @@ type objectScan struct {
 	at       int // the next byte to look at, counted from the object's start
 	depth    int
 	inString bool
-	escaped  bool
 }
 
 // end is the index just after the object b begins with, once b holds all of it (the scan then
-// starts afresh); ok is false until then.
+// starts afresh); ok is false until then. Within a string it jumps to the next quote that no
+// backslash escapes; outside, it looks at each byte.
 func (s *objectScan) end(b []byte) (int, bool) {
-	for ; s.at < len(b); s.at++ {
-		c := b[s.at]
-		switch {
-		case s.escaped:
-			s.escaped = false
-		case s.inString:
-			s.escaped, s.inString = c == '\\', c != '"'
-		case c == '"':
+	for s.at < len(b) {
+		if s.inString {
+			i := bytes.IndexByte(b[s.at:], '"')
+			if i < 0 {
+				s.at = len(b)
+				return 0, false
+			}
+			s.at += i
+			s.inString = escapedQuote(b, s.at)
+			s.at++
+			continue
+		}
+		switch b[s.at] {
+		case '"':
 			s.inString = true
-		case c == '{' || c == '[':
+		case '{', '[':
 			s.depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			if s.depth--; s.depth == 0 {
 				end := s.at + 1
 				*s = objectScan{}
 				return end, true
 			}
 		}
+		s.at++
 	}
 	return 0, false
+}
+
+// escapedQuote says the quote at b[i] is escaped: an odd number of backslashes runs up to it.
+func escapedQuote(b []byte, i int) bool {
+	n := 0
+	for i--; i >= 0 && b[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 func (w *watchFilter) Close() error { return w.body.Close() }
