@@ -32,8 +32,9 @@
 // CacheOptions and NewCache build the cache it needs: cache.go, and jobcache.go for Jobs, which
 // are cached in a compact form and read through an index of their own); metrics.go holds its
 // Prometheus metrics. The cache keeps only what the controller reads: no managed fields, a
-// Task's run and cancel requests but no other annotation (kubectl apply's
-// last-applied-configuration is a second copy of the Task), a Job's annotations under
+// Task's run and cancel requests and what its client could not read (internal/readguard) but
+// no other annotation (kubectl apply's last-applied-configuration is a second copy of the
+// Task), a Job's annotations under
 // v1.AnnotationPrefix alone. Every write is a merge patch of what the controller changed, so
 // what the cache leaves out is never written back; and nothing writes to a cached object (Tasks
 // with the same labels share one cached map).
