@@ -184,7 +184,7 @@ func TestInvalidTasksAreRejectedNamingTheField(t *testing.T) {
 		{"v1alpha1 minimum", `{apiVersion: example.com/v1alpha1, kind: Task, metadata: {name: b}, spec: {type: shell, shell: x, replicas: 0}}`, "spec.replicas"},
 		{"v1alpha1 CEL runner matches type", `{apiVersion: example.com/v1alpha1, kind: Task, metadata: {name: c}, spec: {type: shell, shell: x, url: "http://a"}}`, "spec.url"},
 		{"v1beta1 CEL one-of", `{apiVersion: example.com/v1beta1, kind: Task, metadata: {name: d}, spec: {runner: {type: Shell}}}`, "spec.runner.shell"},
-		{"v1beta1 webhook cron", `{apiVersion: example.com/v1beta1, kind: Task, metadata: {name: e}, spec: {runner: {type: Shell, shell: {script: x}}, schedule: "every tuesday"}}`, "spec.schedule.cron"},
+		{"v1beta1 webhook cron", `{apiVersion: example.com/v1beta1, kind: Task, metadata: {name: e}, spec: {runner: {type: Shell, shell: {script: x}}, schedule: "every tuesday"}}`, "spec.schedule: Invalid value"}, // v1beta1's field, not v1's spec.schedule.cron
 		{"v1 webhook time zone", `{apiVersion: example.com/v1, kind: Task, metadata: {name: f}, spec: {runner: {type: Shell, shell: {script: x}}, schedule: {cron: "@hourly", timeZone: Mars/Olympus_Mons}}}`, "spec.schedule.timeZone"},
 		{"v1 url format", `{apiVersion: example.com/v1, kind: Task, metadata: {name: g}, spec: {runner: {type: HTTP, http: {url: "ftp://files"}}}}`, "spec.runner.http.url"},
 		{"v1 backoff order", `{apiVersion: example.com/v1, kind: Task, metadata: {name: h}, spec: {runner: {type: Shell, shell: {script: x}}, retry: {backoff: {initial: 10m, max: 1m}}}}`, "spec.retry.backoff.initial"},
