@@ -126,14 +126,10 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	var old map[string]any
-	if req.Operation == admissionv1.Update {
-		if old, err = conversion.DecodeObject(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode the stored Task: %w", err))
-		}
-	}
-	if errs := conversion.CheckQuantities(obj, old); len(errs) > 0 {
-		return refused(nameIn(obj), errs) // before any typed decoding, which would spin on such a quantity
+	if unfit, err := quantityErrors(req, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	} else if len(unfit) > 0 {
+		return refused(nameIn(obj), unfit) // before any typed decoding, which would spin on such a quantity
 	}
 	// What is left out of bounds is as stored: no check below reads it, and no decoding could.
 	conversion.DropUnfitQuantities(obj)
@@ -175,6 +171,20 @@ func (v Validator) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Allowed("")
 	}
 	return refused(task.Name, errs)
+}
+
+// quantityErrors is conversion.CheckQuantities of obj against the stored Task of an update,
+// which is decoded only when obj has a quantity out of bounds: most writes have none.
+func quantityErrors(req admission.Request, obj map[string]any) (field.ErrorList, error) {
+	errs := conversion.CheckQuantities(obj, nil)
+	if len(errs) == 0 || req.Operation != admissionv1.Update {
+		return errs, nil
+	}
+	old, err := conversion.DecodeObject(req.OldObject.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode the stored Task: %w", err)
+	}
+	return conversion.CheckQuantities(obj, old), nil
 }
 
 // atClientVersion names each field of errs (v1 paths: the checks read the Task at v1) as the
